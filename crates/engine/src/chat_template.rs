@@ -1,0 +1,100 @@
+//! Renders chat prompts with the model's own Jinja template (`tokenizer.chat_template`), so
+//! ChatML (Qwen) and DeepSeek-R1 templates work unchanged.
+
+use crate::error::{EngineError, Result};
+use minijinja::{context, Environment, Error, ErrorKind};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+}
+
+impl Message {
+    pub fn user(content: impl Into<String>) -> Self {
+        Self { role: Role::User, content: content.into() }
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self { role: Role::Assistant, content: content.into() }
+    }
+    pub fn system(content: impl Into<String>) -> Self {
+        Self { role: Role::System, content: content.into() }
+    }
+}
+
+/// A template used when a model ships none: plain ChatML, what Qwen models speak.
+pub const CHATML_TEMPLATE: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    bos_token: String,
+    eos_token: String,
+    reasoning: bool,
+}
+
+impl std::fmt::Debug for ChatTemplate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatTemplate").field("reasoning", &self.reasoning).finish()
+    }
+}
+
+impl ChatTemplate {
+    pub fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<Self> {
+        let mut env = Environment::new();
+        // Real templates call Python string methods (`.strip()`, `.split()`, `.startswith()`).
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_function("raise_exception", |msg: String| -> Result<String, Error> {
+            Err(Error::new(ErrorKind::InvalidOperation, msg))
+        });
+        env.add_function("strftime_now", |_fmt: String| -> String { String::new() });
+        env.add_template_owned("chat", source.to_string())
+            .map_err(|e| EngineError::Template(describe(&e)))?;
+        Ok(Self {
+            env,
+            bos_token: bos_token.to_string(),
+            eos_token: eos_token.to_string(),
+            // R1-style templates strip earlier thinking, so they mention the closing tag.
+            reasoning: source.contains("</think>"),
+        })
+    }
+
+    /// Whether the model thinks before answering (DeepSeek-R1 and its distills).
+    pub fn is_reasoning(&self) -> bool {
+        self.reasoning
+    }
+
+    /// The prompt for the next assistant turn. For reasoning models the prompt always ends with
+    /// `<think>\n`, which newer templates add themselves and older ones do not.
+    pub fn render(&self, messages: &[Message]) -> Result<String> {
+        let tmpl = self.env.get_template("chat").map_err(|e| EngineError::Template(describe(&e)))?;
+        let mut text = tmpl
+            .render(context! {
+                messages => messages,
+                add_generation_prompt => true,
+                bos_token => &self.bos_token,
+                eos_token => &self.eos_token,
+            })
+            .map_err(|e| EngineError::Template(describe(&e)))?;
+        if self.reasoning && !text.trim_end().ends_with("<think>") {
+            text.push_str("<think>\n");
+        }
+        Ok(text)
+    }
+}
+
+fn describe(e: &Error) -> String {
+    let mut s = e.to_string();
+    if let Some(line) = e.line() {
+        s.push_str(&format!(" (template line {line})"));
+    }
+    s
+}

@@ -1,0 +1,232 @@
+//! Opening a model: a GGUF file or a Hugging Face safetensors folder, checked before anything
+//! heavy happens so that a bad file gives a clear error instead of a panic deep in a kernel.
+
+use crate::chat_template::{ChatTemplate, CHATML_TEMPLATE};
+use crate::error::{EngineError, Result};
+use crate::qwen2::{Qwen2, Qwen2Config};
+use crate::tokenizer::Tokenizer;
+use candle_core::quantized::gguf_file;
+use candle_core::Device;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// What the UI shows about a loaded model.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ModelInfo {
+    pub name: String,
+    pub path: PathBuf,
+    pub architecture: String,
+    /// The most common weight type, e.g. `Q4K`.
+    pub quantization: String,
+    pub file_size: u64,
+    pub context_length: usize,
+    pub parameters: u64,
+    pub reasoning: bool,
+}
+
+/// Everything the engine needs to run a model.
+pub struct LoadedModel {
+    pub model: Qwen2,
+    pub tokenizer: Tokenizer,
+    pub template: ChatTemplate,
+    pub info: ModelInfo,
+}
+
+/// Options for loading.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Cap on the context length (memory); `None` keeps the model's own.
+    pub max_context: Option<usize>,
+}
+
+pub fn load(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
+    if !path.exists() {
+        return Err(EngineError::ModelNotFound(path.to_path_buf()));
+    }
+    if path.is_dir() {
+        load_safetensors_dir(path, opts)
+    } else {
+        load_gguf(path, opts)
+    }
+}
+
+/// Reads and validates a GGUF header without loading weights.
+pub fn read_gguf_header(path: &Path) -> Result<(gguf_file::Content, u64)> {
+    let io = |source| EngineError::Io { path: path.to_path_buf(), source };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    let mut magic = [0u8; 4];
+    use std::io::Read;
+    if size < 4 || file.read_exact(&mut magic).is_err() || &magic != b"GGUF" {
+        return Err(EngineError::NotGguf { path: path.to_path_buf() });
+    }
+    use std::io::Seek;
+    file.seek(std::io::SeekFrom::Start(0)).map_err(io)?;
+    let mut reader = std::io::BufReader::new(file);
+    let ct = gguf_file::Content::read(&mut reader).map_err(|e| {
+        let msg = e.to_string();
+        if msg.contains("failed to fill whole buffer") || msg.contains("UnexpectedEof") || msg.contains("end of file") {
+            EngineError::Truncated { path: path.to_path_buf(), detail: "the header ends early".into() }
+        } else {
+            EngineError::BadModel { path: path.to_path_buf(), detail: msg }
+        }
+    })?;
+    // Every tensor must lie inside the file: a cut-off download is caught here, not mid-load.
+    let mut end = 0u64;
+    for info in ct.tensor_infos.values() {
+        let elems = info.shape.elem_count() as u64;
+        let bytes = elems / info.ggml_dtype.block_size() as u64 * info.ggml_dtype.type_size() as u64;
+        end = end.max(ct.tensor_data_offset + info.offset + bytes);
+    }
+    if end > size {
+        return Err(EngineError::Truncated {
+            path: path.to_path_buf(),
+            detail: format!("{size} bytes, but its tensors need {end}"),
+        });
+    }
+    Ok((ct, size))
+}
+
+fn load_gguf(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
+    let (ct, size) = read_gguf_header(path)?;
+    let md = |key: &str| ct.metadata.get(key);
+    let missing = |key: &str| EngineError::MissingMetadata { path: path.to_path_buf(), key: key.into() };
+    let arch = md("general.architecture")
+        .and_then(|v| v.to_string().ok())
+        .cloned()
+        .ok_or_else(|| missing("general.architecture"))?;
+    if arch != "qwen2" {
+        return Err(EngineError::UnsupportedArchitecture { path: path.to_path_buf(), found: arch });
+    }
+    let num = |key: &str| -> Result<usize> {
+        let full = format!("qwen2.{key}");
+        md(&full).and_then(|v| v.to_u32().ok()).map(|v| v as usize).ok_or_else(|| missing(&full))
+    };
+    let hidden = num("embedding_length")?;
+    let heads = num("attention.head_count")?;
+    let model_ctx = num("context_length")?;
+    let vocab = ct
+        .tensor_infos
+        .get("token_embd.weight")
+        .map(|t| t.shape.dims()[0])
+        .ok_or_else(|| missing("token_embd.weight"))?;
+    let config = Qwen2Config {
+        vocab_size: vocab,
+        hidden_size: hidden,
+        num_layers: num("block_count")?,
+        num_heads: heads,
+        num_kv_heads: num("attention.head_count_kv")?,
+        head_dim: hidden / heads,
+        context_length: opts.max_context.map_or(model_ctx, |c| c.min(model_ctx)),
+        rms_norm_eps: md("qwen2.attention.layer_norm_rms_epsilon")
+            .and_then(|v| v.to_f32().ok())
+            .unwrap_or(1e-6) as f64,
+        rope_theta: md("qwen2.rope.freq_base").and_then(|v| v.to_f32().ok()).unwrap_or(10_000.0),
+        intermediate_size: num("feed_forward_length")?,
+    };
+    let tokenizer = Tokenizer::from_gguf(&ct)
+        .map_err(|e| EngineError::Tokenizer(format!("{}: {e}", path.display())))?;
+    let template_src = md("tokenizer.chat_template")
+        .and_then(|v| v.to_string().ok())
+        .map(String::as_str)
+        .unwrap_or(CHATML_TEMPLATE);
+    let template = ChatTemplate::new(template_src, &tokenizer.bos_token, &tokenizer.eos_token)?;
+
+    // Read the weights through a memory map: no second buffered copy of a 1 GB file.
+    let file = std::fs::File::open(path).map_err(|source| EngineError::Io { path: path.into(), source })?;
+    // SAFETY: the map is read-only and dropped before this function returns; a file changed
+    // underneath us during the load gives wrong weights, not memory unsafety in our code.
+    let mmap = unsafe { memmap2::Mmap::map(&file) }
+        .map_err(|source| EngineError::Io { path: path.into(), source })?;
+    let mut cursor = std::io::Cursor::new(&mmap[..]);
+    let model = Qwen2::from_gguf(&ct, &mut cursor, config.clone(), &Device::Cpu)
+        .map_err(|e| EngineError::BadModel { path: path.into(), detail: e.to_string() })?;
+
+    let mut counts = std::collections::HashMap::<String, u64>::new();
+    let mut params = 0u64;
+    for info in ct.tensor_infos.values() {
+        let n = info.shape.elem_count() as u64;
+        params += n;
+        *counts.entry(format!("{:?}", info.ggml_dtype)).or_default() += n;
+    }
+    let quantization = counts.into_iter().max_by_key(|(_, n)| *n).map(|(k, _)| k).unwrap_or_default();
+    let name = md("general.name")
+        .and_then(|v| v.to_string().ok())
+        .cloned()
+        .unwrap_or_else(|| path.file_stem().unwrap_or_default().to_string_lossy().into_owned());
+    let info = ModelInfo {
+        name,
+        path: path.to_path_buf(),
+        architecture: arch,
+        quantization,
+        file_size: size,
+        context_length: config.context_length,
+        parameters: params,
+        reasoning: template.is_reasoning(),
+    };
+    Ok(LoadedModel { model, tokenizer, template, info })
+}
+
+fn load_safetensors_dir(dir: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
+    let read_json = |name: &str| -> Result<serde_json::Value> {
+        let p = dir.join(name);
+        let text = std::fs::read_to_string(&p).map_err(|source| EngineError::Io { path: p.clone(), source })?;
+        serde_json::from_str(&text).map_err(|e| EngineError::BadModel { path: p, detail: e.to_string() })
+    };
+    let cfg = read_json("config.json")?;
+    let tok_cfg = read_json("tokenizer_config.json")?;
+    let cfg_path = dir.join("config.json");
+    let missing = |key: &str| EngineError::MissingMetadata { path: cfg_path.clone(), key: key.into() };
+    let arch = cfg["model_type"].as_str().unwrap_or_default().to_string();
+    if arch != "qwen2" {
+        return Err(EngineError::UnsupportedArchitecture { path: cfg_path.clone(), found: arch });
+    }
+    let num = |key: &str| cfg[key].as_u64().map(|v| v as usize).ok_or_else(|| missing(key));
+    let hidden = num("hidden_size")?;
+    let heads = num("num_attention_heads")?;
+    let model_ctx = num("max_position_embeddings")?;
+    let config = Qwen2Config {
+        vocab_size: num("vocab_size")?,
+        hidden_size: hidden,
+        num_layers: num("num_hidden_layers")?,
+        num_heads: heads,
+        num_kv_heads: num("num_key_value_heads")?,
+        head_dim: hidden / heads,
+        context_length: opts.max_context.map_or(model_ctx, |c| c.min(model_ctx)),
+        rms_norm_eps: cfg["rms_norm_eps"].as_f64().unwrap_or(1e-6),
+        rope_theta: cfg["rope_theta"].as_f64().unwrap_or(10_000.0) as f32,
+        intermediate_size: num("intermediate_size")?,
+    };
+    let tie = cfg["tie_word_embeddings"].as_bool().unwrap_or(false);
+    let tokenizer = Tokenizer::from_files(&dir.join("tokenizer.json"), &tok_cfg)?;
+    let template_src = tok_cfg["chat_template"].as_str().unwrap_or(CHATML_TEMPLATE);
+    let template = ChatTemplate::new(template_src, &tokenizer.bos_token, &tokenizer.eos_token)?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|source| EngineError::Io { path: dir.into(), source })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "safetensors"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(EngineError::BadModel { path: dir.into(), detail: "no *.safetensors files".into() });
+    }
+    let size = files.iter().filter_map(|f| f.metadata().ok()).map(|m| m.len()).sum();
+    // SAFETY: read-only maps of files the user pointed us at; see `load_gguf`.
+    let vb = unsafe {
+        candle_nn::VarBuilder::from_mmaped_safetensors(&files, candle_core::DType::F32, &Device::Cpu)
+    }
+    .map_err(|e| EngineError::BadModel { path: dir.into(), detail: e.to_string() })?;
+    let model = Qwen2::from_var_builder(vb, config.clone(), tie)
+        .map_err(|e| EngineError::BadModel { path: dir.into(), detail: e.to_string() })?;
+    let info = ModelInfo {
+        name: dir.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+        path: dir.to_path_buf(),
+        architecture: "qwen2".into(),
+        quantization: cfg["torch_dtype"].as_str().unwrap_or("f32").to_string(),
+        file_size: size,
+        context_length: config.context_length,
+        parameters: 0,
+        reasoning: template.is_reasoning(),
+    };
+    Ok(LoadedModel { model, tokenizer, template, info })
+}

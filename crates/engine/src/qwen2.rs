@@ -1,0 +1,382 @@
+//! Qwen2 forward pass over a *ragged* batch.
+//!
+//! One call runs one engine step: any mix of sequences that decode one token and sequences that
+//! prefill a chunk of their prompt, each at its own position with its own KV cache. Linear layers
+//! (the weights, which dominate the cost) run once over all of the step's tokens; attention runs
+//! per sequence over that sequence's cache. Every operation on a token's row is independent of
+//! the other rows in the step, so batching does not change what a sequence computes.
+
+use crate::kv_cache::SeqCache;
+use candle_core::quantized::{gguf_file, QMatMul, QTensor};
+use candle_core::{DType, Device, Module, Tensor};
+use std::sync::Arc;
+
+/// Shapes and constants of a Qwen2 model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Qwen2Config {
+    pub vocab_size: usize,
+    pub hidden_size: usize,
+    pub num_layers: usize,
+    pub num_heads: usize,
+    pub num_kv_heads: usize,
+    pub head_dim: usize,
+    pub context_length: usize,
+    pub rms_norm_eps: f64,
+    pub rope_theta: f32,
+    pub intermediate_size: usize,
+}
+
+impl Qwen2Config {
+    /// Bytes of KV cache one token takes across all layers (K and V, f32).
+    pub fn kv_bytes_per_token(&self) -> usize {
+        self.num_layers * 2 * self.num_kv_heads * self.head_dim * std::mem::size_of::<f32>()
+    }
+}
+
+/// A linear layer: quantized (GGUF) or plain (safetensors) weights behind one matmul.
+#[derive(Debug, Clone)]
+struct Linear {
+    weight: QMatMul,
+    bias: Option<Tensor>,
+}
+
+impl Linear {
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let y = self.weight.forward(x)?;
+        match &self.bias {
+            Some(b) => y.broadcast_add(b),
+            None => Ok(y),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct RmsNorm {
+    weight: Tensor,
+    eps: f32,
+}
+
+impl RmsNorm {
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        candle_nn::ops::rms_norm(x, &self.weight, self.eps)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Layer {
+    attn_norm: RmsNorm,
+    q: Linear,
+    k: Linear,
+    v: Linear,
+    o: Linear,
+    ffn_norm: RmsNorm,
+    gate: Linear,
+    up: Linear,
+    down: Linear,
+}
+
+/// Where the embedding rows come from. A quantized table is looked up row by row so that the
+/// f32 copy of a 151k-token vocabulary (~0.9 GiB for the 1.5B model) never exists.
+#[derive(Debug, Clone)]
+enum Embedding {
+    Quantized(Arc<QTensor>),
+    Dense(Tensor),
+}
+
+impl Embedding {
+    fn forward(&self, ids: &Tensor) -> candle_core::Result<Tensor> {
+        match self {
+            Embedding::Quantized(q) => q.embedding(ids),
+            Embedding::Dense(t) => t.index_select(ids, 0),
+        }
+    }
+}
+
+/// One sequence's share of a step: the tokens to feed, starting at the cache's current length.
+pub struct StepInput<'a> {
+    pub tokens: &'a [u32],
+    pub cache: &'a mut SeqCache,
+    /// Whether the caller needs logits for this sequence's last token.
+    pub want_logits: bool,
+}
+
+pub struct Qwen2 {
+    config: Qwen2Config,
+    embed: Embedding,
+    layers: Vec<Layer>,
+    norm: RmsNorm,
+    output: Linear,
+    cos: Tensor,
+    sin: Tensor,
+    device: Device,
+}
+
+/// Errors are candle's own; the loader maps them to what a user can act on.
+pub type Result<T> = candle_core::Result<T>;
+
+impl Qwen2 {
+    pub fn config(&self) -> &Qwen2Config {
+        &self.config
+    }
+
+    /// A new, empty KV cache for one sequence.
+    pub fn new_cache(&self) -> SeqCache {
+        SeqCache::new(self.config.num_layers)
+    }
+
+    /// Loads the model from an opened GGUF file (metadata already validated by the caller).
+    pub fn from_gguf<R: std::io::Read + std::io::Seek>(
+        ct: &gguf_file::Content,
+        reader: &mut R,
+        config: Qwen2Config,
+        device: &Device,
+    ) -> Result<Self> {
+        let mut get = |name: &str| ct.tensor(reader, name, device);
+        let dense = |q: QTensor| q.dequantize(device);
+        let linear = |get: &mut dyn FnMut(&str) -> Result<QTensor>,
+                          name: &str,
+                          bias: bool|
+         -> Result<Linear> {
+            let weight = QMatMul::from_qtensor(get(&format!("{name}.weight"))?)?;
+            let bias = if bias {
+                Some(get(&format!("{name}.bias"))?.dequantize(device)?)
+            } else {
+                None
+            };
+            Ok(Linear { weight, bias })
+        };
+        let eps = config.rms_norm_eps as f32;
+        let embed_q = Arc::new(get("token_embd.weight")?);
+        let output = match get("output.weight") {
+            Ok(w) => Linear { weight: QMatMul::from_qtensor(w)?, bias: None },
+            // Tied embeddings (the 0.5B model): the output projection reuses the table.
+            Err(_) => Linear { weight: QMatMul::from_arc(embed_q.clone())?, bias: None },
+        };
+        let norm = RmsNorm { weight: dense(get("output_norm.weight")?)?, eps };
+        let mut layers = Vec::with_capacity(config.num_layers);
+        for i in 0..config.num_layers {
+            let p = format!("blk.{i}");
+            layers.push(Layer {
+                attn_norm: RmsNorm { weight: dense(get(&format!("{p}.attn_norm.weight"))?)?, eps },
+                q: linear(&mut get, &format!("{p}.attn_q"), true)?,
+                k: linear(&mut get, &format!("{p}.attn_k"), true)?,
+                v: linear(&mut get, &format!("{p}.attn_v"), true)?,
+                o: linear(&mut get, &format!("{p}.attn_output"), false)?,
+                ffn_norm: RmsNorm { weight: dense(get(&format!("{p}.ffn_norm.weight"))?)?, eps },
+                gate: linear(&mut get, &format!("{p}.ffn_gate"), false)?,
+                up: linear(&mut get, &format!("{p}.ffn_up"), false)?,
+                down: linear(&mut get, &format!("{p}.ffn_down"), false)?,
+            });
+        }
+        use candle_core::quantized::GgmlDType;
+        let embed = if !matches!(embed_q.dtype(), GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16) {
+            Embedding::Quantized(embed_q)
+        } else {
+            Embedding::Dense(embed_q.dequantize(device)?)
+        };
+        Self::assemble(config, embed, layers, norm, output, device)
+    }
+
+    /// Loads the model from Hugging Face safetensors weights (`model.*` names).
+    pub fn from_var_builder(vb: candle_nn::VarBuilder, config: Qwen2Config, tie: bool) -> Result<Self> {
+        let device = vb.device().clone();
+        let h = config.hidden_size;
+        let kv = config.num_kv_heads * config.head_dim;
+        let q_dim = config.num_heads * config.head_dim;
+        let eps = config.rms_norm_eps as f32;
+        let lin = |vb: candle_nn::VarBuilder, i: usize, o: usize, bias: bool| -> Result<Linear> {
+            let w = vb.get((o, i), "weight")?.to_dtype(DType::F32)?;
+            let b = if bias { Some(vb.get(o, "bias")?.to_dtype(DType::F32)?) } else { None };
+            Ok(Linear { weight: QMatMul::Tensor(w), bias: b })
+        };
+        let norm = |vb: candle_nn::VarBuilder| -> Result<RmsNorm> {
+            Ok(RmsNorm { weight: vb.get(h, "weight")?.to_dtype(DType::F32)?, eps })
+        };
+        let m = vb.pp("model");
+        let embed = m.pp("embed_tokens").get((config.vocab_size, h), "weight")?.to_dtype(DType::F32)?;
+        let mut layers = Vec::with_capacity(config.num_layers);
+        for i in 0..config.num_layers {
+            let l = m.pp(format!("layers.{i}"));
+            let a = l.pp("self_attn");
+            let f = l.pp("mlp");
+            let ffn = config.intermediate_size;
+            layers.push(Layer {
+                attn_norm: norm(l.pp("input_layernorm"))?,
+                q: lin(a.pp("q_proj"), h, q_dim, true)?,
+                k: lin(a.pp("k_proj"), h, kv, true)?,
+                v: lin(a.pp("v_proj"), h, kv, true)?,
+                o: lin(a.pp("o_proj"), q_dim, h, false)?,
+                ffn_norm: norm(l.pp("post_attention_layernorm"))?,
+                gate: lin(f.pp("gate_proj"), h, ffn, false)?,
+                up: lin(f.pp("up_proj"), h, ffn, false)?,
+                down: lin(f.pp("down_proj"), ffn, h, false)?,
+            });
+        }
+        let output = if tie {
+            Linear { weight: QMatMul::Tensor(embed.clone()), bias: None }
+        } else {
+            lin(vb.pp("lm_head"), h, config.vocab_size, false)?
+        };
+        let final_norm = norm(m.pp("norm"))?;
+        Self::assemble(config, Embedding::Dense(embed), layers, final_norm, output, &device)
+    }
+
+    fn assemble(
+        config: Qwen2Config,
+        embed: Embedding,
+        layers: Vec<Layer>,
+        norm: RmsNorm,
+        output: Linear,
+        device: &Device,
+    ) -> Result<Self> {
+        let (cos, sin) = rope_tables(config.head_dim, config.rope_theta, config.context_length, device)?;
+        Ok(Self { config, embed, layers, norm, output, cos, sin, device: device.clone() })
+    }
+
+    /// Runs one step over a ragged batch. Returns one row of logits per input that asked for
+    /// them, in input order, as a `(n, vocab)` tensor (or `None` when no input asked).
+    pub fn forward(&self, inputs: &mut [StepInput<'_>]) -> Result<Option<Tensor>> {
+        let total: usize = inputs.iter().map(|s| s.tokens.len()).sum();
+        if total == 0 {
+            return Ok(None);
+        }
+        let cfg = &self.config;
+        let mut ids = Vec::with_capacity(total);
+        let mut positions = Vec::with_capacity(total);
+        for s in inputs.iter() {
+            let start = s.cache.len();
+            if start + s.tokens.len() > cfg.context_length {
+                candle_core::bail!(
+                    "sequence of {} tokens exceeds the context length {}",
+                    start + s.tokens.len(),
+                    cfg.context_length
+                );
+            }
+            ids.extend_from_slice(s.tokens);
+            positions.extend((start..start + s.tokens.len()).map(|p| p as u32));
+        }
+        let ids = Tensor::from_vec(ids, total, &self.device)?;
+        let pos = Tensor::from_vec(positions, total, &self.device)?;
+        let cos = self.cos.index_select(&pos, 0)?;
+        let sin = self.sin.index_select(&pos, 0)?;
+
+        let (nh, nkv, hd) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
+        let mut x = self.embed.forward(&ids)?; // (T, H)
+        for (li, layer) in self.layers.iter().enumerate() {
+            let residual = x.clone();
+            let h = layer.attn_norm.forward(&x)?;
+            let q = layer.q.forward(&h)?; // (T, nh*hd)
+            let k = layer.k.forward(&h)?;
+            let v = layer.v.forward(&h)?;
+            // RoPE for all tokens at once: (1, heads, T, hd) with one cos/sin row per token.
+            let q = rope(&q, nh, hd, &cos, &sin)?;
+            let k = rope(&k, nkv, hd, &cos, &sin)?;
+            let v = v.reshape((total, nkv, hd))?.transpose(0, 1)?.contiguous()?; // (nkv, T, hd)
+
+            let mut outs = Vec::with_capacity(inputs.len());
+            let mut offset = 0;
+            for s in inputs.iter_mut() {
+                let len = s.tokens.len();
+                if len == 0 {
+                    continue;
+                }
+                let q_s = q.narrow(1, offset, len)?; // (nh, L, hd)
+                let k_s = k.narrow(1, offset, len)?;
+                let v_s = v.narrow(1, offset, len)?;
+                let (k_all, v_all) = s.cache.layer_mut(li).append(&k_s, &v_s)?;
+                let (k_all, v_all) = (k_all.contiguous()?, v_all.contiguous()?);
+                outs.push(attention(&q_s, &k_all, &v_all, nh, nkv, hd)?);
+                offset += len;
+            }
+            let attn = Tensor::cat(&outs, 0)?; // (T, nh*hd)
+            let x1 = (layer.o.forward(&attn)? + residual)?;
+            let h = layer.ffn_norm.forward(&x1)?;
+            let gate = candle_nn::ops::silu(&layer.gate.forward(&h)?)?;
+            let up = layer.up.forward(&h)?;
+            x = (layer.down.forward(&(gate * up)?)? + x1)?;
+        }
+        for s in inputs.iter_mut() {
+            s.cache.commit(s.tokens.len());
+        }
+
+        // Logits only for the rows that need them: the last token of each asking sequence.
+        let mut rows = Vec::new();
+        let mut offset = 0u32;
+        for s in inputs.iter() {
+            offset += s.tokens.len() as u32;
+            if s.want_logits && !s.tokens.is_empty() {
+                rows.push(offset - 1);
+            }
+        }
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        let n = rows.len();
+        let rows = Tensor::from_vec(rows, n, &self.device)?;
+        let last = x.index_select(&rows, 0)?;
+        let last = self.norm.forward(&last)?;
+        Ok(Some(self.output.forward(&last)?))
+    }
+}
+
+/// Applies RoPE to a `(T, heads*hd)` projection, returning `(heads, T, hd)`.
+fn rope(x: &Tensor, heads: usize, hd: usize, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+    let t = x.dim(0)?;
+    let x = x.reshape((t, heads, hd))?.transpose(0, 1)?.contiguous()?.unsqueeze(0)?;
+    candle_nn::rotary_emb::rope(&x, cos, sin)?.squeeze(0)
+}
+
+/// Causal attention of one sequence's new queries over its whole cache.
+///
+/// Query heads that share a KV head read that head's keys through a stride-0 broadcast, so K and
+/// V are never copied per head. The queries sit in a padded buffer on purpose: candle folds a
+/// batch over a shared right-hand side into one tall matmul, whose arithmetic depends on how
+/// many rows it holds; with the padding every head is its own `m = L` product, exactly the
+/// arithmetic of the stock model, whatever else runs in the step.
+fn attention(q: &Tensor, k: &Tensor, v: &Tensor, nh: usize, nkv: usize, hd: usize) -> Result<Tensor> {
+    let (_, len, _) = q.dims3()?;
+    let kv_len = k.dim(1)?;
+    let rep = nh / nkv;
+    let start = kv_len - len;
+    let mask = if len > 1 {
+        let mask: Vec<f32> = (0..len)
+            .flat_map(|i| (0..kv_len).map(move |j| if j > start + i { f32::NEG_INFINITY } else { 0.0 }))
+            .collect();
+        Some(Tensor::from_vec(mask, (1, len, kv_len), q.device())?)
+    } else {
+        None
+    };
+    let q = unfolded(q)?; // (nh, L, hd)
+    let mut heads = Vec::with_capacity(nkv);
+    for g in 0..nkv {
+        let q_g = q.narrow(0, g * rep, rep)?;
+        let k_g = k.narrow(0, g, 1)?.broadcast_as((rep, kv_len, hd))?;
+        let v_g = v.narrow(0, g, 1)?.broadcast_as((rep, kv_len, hd))?;
+        let att = (q_g.matmul(&k_g.t()?)? / (hd as f64).sqrt())?; // (rep, L, kv_len)
+        let att = match &mask {
+            Some(m) => att.broadcast_add(m)?,
+            None => att,
+        };
+        let att = candle_nn::ops::softmax_last_dim(&att)?;
+        heads.push(unfolded(&att)?.matmul(&v_g)?); // (rep, L, hd)
+    }
+    let y = Tensor::cat(&heads, 0)?; // (nh, L, hd)
+    y.transpose(0, 1)?.contiguous()?.reshape((len, nh * hd))
+}
+
+/// A copy of `(b, m, k)` whose batch stride is not `m * k` (see [`attention`]).
+fn unfolded(x: &Tensor) -> Result<Tensor> {
+    let (b, m, k) = x.dims3()?;
+    let buf = Tensor::zeros((b, m + 1, k), x.dtype(), x.device())?;
+    buf.slice_set(&x.contiguous()?, 1, 0)?;
+    buf.narrow(1, 0, m)
+}
+
+fn rope_tables(hd: usize, theta: f32, ctx: usize, device: &Device) -> Result<(Tensor, Tensor)> {
+    let inv: Vec<f32> = (0..hd).step_by(2).map(|i| 1f32 / theta.powf(i as f32 / hd as f32)).collect();
+    let inv = Tensor::new(inv.as_slice(), device)?;
+    let t = Tensor::arange(0, ctx as u32, device)?.to_dtype(DType::F32)?.reshape((ctx, 1))?;
+    let freqs = t.matmul(&inv.reshape((1, hd / 2))?)?;
+    Ok((freqs.cos()?, freqs.sin()?))
+}
+

@@ -1,0 +1,50 @@
+//! Shared helpers for the engine's tests on real model files.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+pub const SMALL: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
+pub const LARGE: &str = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf";
+
+/// A test model from `$PONDER_TEST_MODELS` (default `~/.cache/ponder/test-models`). A missing
+/// model fails the test with the command that fetches it, never skips it.
+pub fn model(name: &str) -> PathBuf {
+    let dir = std::env::var_os("PONDER_TEST_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ponder/test-models"));
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "test model {} is missing: run `scripts/fetch-test-models.sh` (or `make setup`)",
+        path.display()
+    );
+    path
+}
+
+/// The R1 distill's chat template (newer form, ending its generation prompt with `<think>\n`).
+pub const R1_TEMPLATE: &str = include_str!("../fixtures/deepseek-r1-distill-qwen.jinja");
+
+/// A copy of the 0.5B model with the DeepSeek-R1 chat template and special tokens in its
+/// metadata: real weights that take the whole reasoning path. Made once per test run.
+pub fn r1_model() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let src = model(SMALL);
+        let dir = std::env::temp_dir().join(format!("ponder-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let dst = dir.join("r1-0.5b.gguf");
+        ponder_engine::gguf_edit::rewrite_metadata(&src, &dst, |md| {
+            use candle_core::quantized::gguf_file::Value;
+            md.insert("tokenizer.chat_template".into(), Value::String(R1_TEMPLATE.into()));
+        })
+        .unwrap();
+        dst
+    })
+    .clone()
+}
+
+pub fn threads() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| ponder_engine::set_threads(2));
+}

@@ -1,0 +1,113 @@
+// End-to-end harness: the real release app under Xvfb, driven through tauri-driver and
+// WebKitWebDriver with plain WebDriver HTTP calls (no client library needed).
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const targetDir = process.env.CARGO_TARGET_DIR ?? path.join(root, 'target');
+export const appBinary = path.join(targetDir, 'release', 'ponder-app');
+export const shotsDir = path.join(root, 'test-output', 'e2e');
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
+  });
+}
+
+async function waitFor(fn, what, timeoutMs = 30000) {
+  const end = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < end) {
+    try { const v = await fn(); if (v) return v; } catch (e) { last = e; }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
+}
+
+function tauriDriverPath() {
+  const p = path.join(os.homedir(), '.cargo', 'bin', 'tauri-driver');
+  if (!fs.existsSync(p)) throw new Error('tauri-driver is missing: run scripts/setup.sh');
+  return p;
+}
+
+/// Starts Xvfb, tauri-driver and a session of the app with the given environment.
+export async function launchApp(env = {}) {
+  if (!fs.existsSync(appBinary)) throw new Error(`${appBinary} is missing: run "make build" first`);
+  const procs = [];
+  const display = `:${100 + Math.floor(Math.random() * 800)}`;
+  const xvfb = spawn('Xvfb', [display, '-screen', '0', '1280x800x24', '-nolisten', 'tcp'], { stdio: 'ignore' });
+  procs.push(xvfb);
+  await waitFor(() => fs.existsSync(`/tmp/.X11-unix/X${display.slice(1)}`), 'Xvfb');
+  const port = await freePort();
+  const nativePort = await freePort();
+  const driver = spawn(tauriDriverPath(), ['--port', String(port), '--native-port', String(nativePort),
+    '--native-driver', '/usr/bin/WebKitWebDriver'], {
+    env: { ...process.env, DISPLAY: display, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  procs.push(driver);
+  let driverLog = '';
+  driver.stderr.on('data', (d) => { driverLog += d; });
+  const base = `http://127.0.0.1:${port}`;
+  await waitFor(async () => (await fetch(`${base}/status`)).ok, 'tauri-driver');
+  const created = await call(base, 'POST', '/session', {
+    capabilities: { alwaysMatch: { 'tauri:options': { application: appBinary } } },
+  });
+  const session = new Session(base, created.sessionId);
+  session.display = display;
+  session.close = async () => {
+    try { await call(base, 'DELETE', `/session/${session.id}`); } catch { /* already gone */ }
+    driver.kill('SIGTERM');
+    // tauri-driver leaves WebKitWebDriver on its native port: end it by that port's owner.
+    try { execFileSync('fuser', ['-k', '-TERM', `${nativePort}/tcp`], { stdio: 'ignore' }); } catch { /* none left */ }
+    xvfb.kill('SIGTERM');
+  };
+  session.driverLog = () => driverLog;
+  return session;
+}
+
+async function call(base, method, url, body) {
+  const res = await fetch(base + url, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await res.json();
+  if (!res.ok || json.value?.error) {
+    throw new Error(`${method} ${url}: ${json.value?.error ?? res.status} ${json.value?.message ?? ''}`);
+  }
+  return json.value;
+}
+
+class Session {
+  constructor(base, id) { this.base = base; this.id = id; }
+  cmd(method, url, body) { return call(this.base, method, `/session/${this.id}${url}`, body); }
+
+  async find(css, timeoutMs = 30000) {
+    const el = await waitFor(async () => {
+      const found = await this.cmd('POST', '/elements', { using: 'css selector', value: css });
+      return found.length ? found[0] : null;
+    }, `element ${css}`, timeoutMs);
+    return Object.values(el)[0];
+  }
+  async text(css, timeoutMs) {
+    const id = await this.find(css, timeoutMs);
+    return this.cmd('GET', `/element/${id}/text`);
+  }
+  async click(css) {
+    const id = await this.find(css);
+    return this.cmd('POST', `/element/${id}/click`, {});
+  }
+  async screenshot(name) {
+    fs.mkdirSync(shotsDir, { recursive: true });
+    const png = await this.cmd('GET', '/screenshot');
+    const file = path.join(shotsDir, `${name}.png`);
+    fs.writeFileSync(file, Buffer.from(png, 'base64'));
+    return file;
+  }
+}

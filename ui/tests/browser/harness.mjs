@@ -1,0 +1,52 @@
+// Shared pieces of the browser tests: a static server for ui/dist, Chromium, and an IPC mock.
+import http from 'node:http';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const dist = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist');
+const types = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.svg': 'image/svg+xml', '.woff2': 'font/woff2', '.png': 'image/png' };
+
+export async function startPreview() {
+  if (!fs.existsSync(path.join(dist, 'index.html'))) {
+    throw new Error(`ui/dist is missing: run "npm run build" in ui/ first`);
+  }
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://localhost');
+    let file = path.join(dist, decodeURIComponent(url.pathname));
+    if (!file.startsWith(dist) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
+      file = path.join(dist, 'index.html');
+    }
+    res.writeHead(200, { 'content-type': types[path.extname(file)] ?? 'application/octet-stream' });
+    fs.createReadStream(file).pipe(res);
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${server.address().port}/`, close: () => server.close() };
+}
+
+export function launchBrowser() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/// Answers `invoke(cmd)` from a table: a value, or a function of the arguments (serialised
+/// into the page, so it must be self-contained).
+export async function mockIpc(page, handlers) {
+  const table = Object.fromEntries(Object.entries(handlers).map(([k, v]) =>
+    [k, typeof v === 'function' ? { fn: v.toString() } : { value: v }]));
+  await page.addInitScript((table) => {
+    window.__TAURI_INTERNALS__ = {
+      metadata: { currentWindow: { label: 'main' }, currentWebview: { label: 'main' } },
+      transformCallback: (cb) => { const id = Math.random(); window['_' + id] = cb; return id; },
+      invoke: async (cmd, args) => {
+        const h = table[cmd];
+        if (!h) throw new Error(`unmocked command ${cmd}`);
+        return h.fn ? (0, eval)(`(${h.fn})`)(args) : h.value;
+      },
+    };
+  }, table);
+}
