@@ -1,0 +1,241 @@
+//! Continuous batching on the real 0.5B model: batching never changes what a sequence says,
+//! and the scheduler's join/leave, priorities, cancellation, forking and limits.
+mod common;
+
+use ponder_engine::{
+    Channel, Engine, EngineConfig, EngineError, Event, FinishReason, GenerateRequest, LoadOptions, Message,
+    Priority, RequestHandle, SamplingParams,
+};
+use std::time::{Duration, Instant};
+
+fn engine(config: EngineConfig) -> Engine {
+    common::threads();
+    let loaded = ponder_engine::load(&common::model(common::SMALL), &LoadOptions { max_context: Some(4096) }).unwrap();
+    Engine::start(loaded, config).unwrap()
+}
+
+fn greedy(question: &str, max_tokens: usize, priority: Priority) -> GenerateRequest {
+    GenerateRequest {
+        sampling: SamplingParams::greedy(),
+        max_tokens,
+        priority,
+        detect_loops: false,
+        ..GenerateRequest::chat(vec![Message::user(question)])
+    }
+}
+
+/// Answer text and finish event of sample 0.
+fn answer(h: &RequestHandle) -> (String, FinishReason, usize) {
+    let mut text = String::new();
+    for ev in h.collect() {
+        match ev {
+            Event::Delta { text: t, .. } => text.push_str(&t),
+            Event::Finished { reason, usage, .. } => return (text, reason, usage.completion_tokens()),
+            Event::Started { .. } => {}
+        }
+    }
+    panic!("no finish event");
+}
+
+const QUESTIONS: [&str; 8] = [
+    "Write a Python function that checks whether a number is prime, and explain it.",
+    "What is 17 * 23? Show the steps.",
+    "List five prime numbers greater than 100.",
+    "Explain recursion to a child in a short paragraph.",
+    "Write a haiku about autumn leaves.",
+    "Translate 'good morning, how are you' into French and Spanish.",
+    "Give me three tips for writing clean code, each with a sentence of explanation and an example.",
+    "Why is the sky blue?",
+];
+
+#[test]
+fn batching_does_not_change_greedy_output() {
+    let e = engine(EngineConfig::default());
+    let target = QUESTIONS[0];
+    let alone = answer(&e.submit(greedy(target, 80, Priority::Batch)).unwrap());
+    assert!(alone.2 >= 64, "reference ran {} tokens: {:?}", alone.2, alone);
+
+    // Now the same request among 7 others of different lengths that join while it runs and
+    // leave before it ends.
+    let h = e.submit(greedy(target, 80, Priority::Batch)).unwrap();
+    let mut others = Vec::new();
+    let mut seen = 0;
+    let mut text = String::new();
+    let mut finished = None;
+    for (i, q) in QUESTIONS[1..].iter().enumerate() {
+        // Wait for a few more tokens of the target before the next one joins.
+        while seen < 3 * i {
+            match h.recv().unwrap() {
+                Event::Delta { text: t, .. } => {
+                    text.push_str(&t);
+                    seen += 1;
+                }
+                Event::Finished { reason, usage, .. } => finished = Some((reason, usage.completion_tokens())),
+                Event::Started { .. } => {}
+            }
+        }
+        others.push(e.submit(greedy(q, 24 + 9 * i, Priority::Batch)).unwrap());
+    }
+    let (rest, reason, tokens) = answer(&h);
+    text.push_str(&rest);
+    let _ = finished;
+    let max_running = others.iter().map(|o| answer(o).2).max().unwrap();
+    assert!(max_running > 0);
+    assert_eq!(text, alone.0, "batched output differs from the output alone");
+    assert_eq!((reason, tokens), (alone.1, alone.2));
+}
+
+#[test]
+fn interactive_pauses_batch_work_and_paused_work_resumes_whole() {
+    let e = engine(EngineConfig { max_seqs: 2, ..Default::default() });
+    // Reference outputs, one at a time.
+    let refs: Vec<_> = QUESTIONS[1..3].iter().map(|q| answer(&e.submit(greedy(q, 40, Priority::Batch)).unwrap())).collect();
+
+    let batch: Vec<_> = QUESTIONS[1..3].iter().map(|q| e.submit(greedy(q, 40, Priority::Batch)).unwrap()).collect();
+    // Both batch sequences are decoding when a chat request arrives with every slot taken.
+    let mut texts = vec![String::new(), String::new()];
+    for (i, b) in batch.iter().enumerate() {
+        loop {
+            if let Event::Delta { text, .. } = b.recv().unwrap() {
+                texts[i].push_str(&text);
+                break;
+            }
+        }
+    }
+    let chat = e.submit(greedy("Say hello.", 8, Priority::Interactive)).unwrap();
+    let (_, reason, n) = answer(&chat);
+    assert!(matches!(reason, FinishReason::Stop | FinishReason::Length) && n > 0);
+    // The chat ran while a batch sample was paused: the batch work is not finished yet.
+    assert!(batch.iter().any(|b| matches!(b.try_recv(), Ok(Event::Delta { .. }) | Err(_))));
+    // Paused work lost nothing: each batch output is whole and equal to its reference.
+    for (i, b) in batch.iter().enumerate() {
+        let (rest, r, n) = answer(b);
+        texts[i].push_str(&rest);
+        assert_eq!((r, n), (refs[i].1, refs[i].2), "sample {i}");
+    }
+    // (the try_recv above may have taken one delta; compare without it)
+    for i in 0..2 {
+        assert!(refs[i].0.starts_with(&texts[i][..texts[i].len().min(1)]));
+        assert!(refs[i].0.len() >= texts[i].len() && refs[i].0.ends_with(&texts[i][texts[i].len() - texts[i].len().min(20)..]));
+    }
+}
+
+#[test]
+fn cancel_and_dropped_receiver_free_the_slot() {
+    let e = engine(EngineConfig { max_seqs: 1, ..Default::default() });
+    let long = e.submit(greedy(QUESTIONS[0], 2000, Priority::Batch)).unwrap();
+    while !matches!(long.recv().unwrap(), Event::Delta { .. }) {}
+    long.cancel();
+    let mut reason = None;
+    while let Some(ev) = long.recv() {
+        if let Event::Finished { reason: r, .. } = ev {
+            reason = Some(r);
+            break;
+        }
+    }
+    assert_eq!(reason, Some(FinishReason::Cancelled));
+    // The single slot is free again: a new request runs to completion.
+    let (_, r, _) = answer(&e.submit(greedy("Say yes.", 4, Priority::Batch)).unwrap());
+    assert!(matches!(r, FinishReason::Stop | FinishReason::Length));
+
+    // A dropped handle cancels too.
+    let dropped = e.submit(greedy(QUESTIONS[0], 2000, Priority::Batch)).unwrap();
+    while !matches!(dropped.recv().unwrap(), Event::Delta { .. }) {}
+    drop(dropped);
+    let (_, r, _) = answer(&e.submit(greedy("Say no.", 4, Priority::Batch)).unwrap());
+    assert!(matches!(r, FinishReason::Stop | FinishReason::Length));
+    assert_eq!(e.stats().running, 0);
+}
+
+#[test]
+fn n_samples_share_one_prefill_and_draw_independently() {
+    let e = engine(EngineConfig::default());
+    let req = GenerateRequest {
+        n: 4,
+        max_tokens: 24,
+        sampling: SamplingParams { temperature: 1.0, seed: Some(42), ..Default::default() },
+        ..GenerateRequest::chat(vec![Message::user("Name a random animal and describe it.")])
+    };
+    let run = |req: GenerateRequest| {
+        let h = e.submit(req).unwrap();
+        let mut texts = vec![String::new(); 4];
+        let mut started = 0;
+        for ev in h.collect() {
+            match ev {
+                Event::Started { .. } => started += 1,
+                Event::Delta { index, text, .. } => texts[index].push_str(&text),
+                Event::Finished { .. } => {}
+            }
+        }
+        assert_eq!(started, 1, "one prompt read for all samples");
+        texts
+    };
+    let a = run(req.clone());
+    let b = run(req.clone());
+    assert_eq!(a, b, "same seed, same samples");
+    let distinct: std::collections::HashSet<_> = a.iter().collect();
+    assert!(distinct.len() >= 2, "samples differ from each other: {a:?}");
+
+    // Greedy forks are identical to each other.
+    let g = run(GenerateRequest { sampling: SamplingParams::greedy(), ..req });
+    assert!(g.iter().all(|t| t == &g[0]));
+}
+
+#[test]
+fn limits_give_clear_errors() {
+    let e = engine(EngineConfig { max_seqs: 2, ..Default::default() });
+    let err = e.submit(greedy("hi", 5000, Priority::Batch)).err().unwrap();
+    assert!(matches!(err, EngineError::ContextOverflow { context_length: 4096, .. }), "{err}");
+    assert!(err.to_string().contains("exceed the context length of 4096"));
+    let err = e.submit(GenerateRequest { n: 3, ..greedy("hi", 4, Priority::Batch) }).err().unwrap();
+    assert!(err.to_string().contains("n must be between 1 and 2"), "{err}");
+    let bad = GenerateRequest { sampling: SamplingParams { top_p: 0.0, ..Default::default() }, ..greedy("hi", 4, Priority::Batch) };
+    assert!(e.submit(bad).err().unwrap().to_string().contains("top_p"));
+}
+
+#[test]
+fn admission_waits_for_kv_memory() {
+    // Room for about one 200-token sequence: the second waits until the first is done.
+    let per_token = 24 * 2 * 2 * 64 * 4;
+    let e = engine(EngineConfig { kv_budget_bytes: Some(200 * per_token), ..Default::default() });
+    let a = e.submit(greedy(QUESTIONS[3], 60, Priority::Batch)).unwrap();
+    let b = e.submit(greedy(QUESTIONS[7], 60, Priority::Batch)).unwrap();
+    let (ta, _, _) = answer(&a);
+    let (tb, _, _) = answer(&b);
+    assert!(!ta.is_empty() && !tb.is_empty());
+    let s = e.stats();
+    assert!(s.kv_tokens_budget == 200, "{s:?}");
+}
+
+#[test]
+fn stop_strings_and_max_tokens() {
+    let e = engine(EngineConfig::default());
+    let full = answer(&e.submit(greedy("Count from 1 to 20, separated by commas.", 60, Priority::Batch)).unwrap()).0;
+    assert!(full.contains("7"), "{full}");
+    let stopped = e
+        .submit(GenerateRequest { stop: vec!["7".into()], ..greedy("Count from 1 to 20, separated by commas.", 60, Priority::Batch) })
+        .unwrap();
+    let (t, reason, _) = answer(&stopped);
+    assert_eq!(reason, FinishReason::Stop);
+    assert_eq!(t, full[..full.find('7').unwrap()], "text ends right before the stop string");
+    let (_, reason, n) = answer(&e.submit(greedy("Count from 1 to 20.", 5, Priority::Batch)).unwrap());
+    assert_eq!((reason, n), (FinishReason::Length, 5));
+}
+
+#[test]
+fn chinese_text_streams_as_whole_characters() {
+    let e = engine(EngineConfig::default());
+    let h = e.submit(greedy("用中文简单介绍一下勾股定理。", 60, Priority::Interactive)).unwrap();
+    let mut text = String::new();
+    let mut deltas = 0;
+    for ev in h.collect() {
+        if let Event::Delta { text: t, channel, .. } = ev {
+            assert_eq!(channel, Channel::Answer);
+            assert!(!t.contains('\u{FFFD}'), "a delta split a character: {t:?}");
+            text.push_str(&t);
+            deltas += 1;
+        }
+    }
+    assert!(deltas > 10);
+    assert!(text.chars().filter(|c| ('\u{4e00}'..='\u{9fff}').contains(c)).count() > 10, "{text}");
+}
