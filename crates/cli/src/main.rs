@@ -1,1 +1,51 @@
-fn main() {}
+//! `ponder`: Ponder from a terminal. Each subcommand is a thin front over the engine and jobs
+//! crates; errors are one clear line and an exit code, never a backtrace.
+
+mod commands;
+mod model_arg;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "ponder", version, about = "Offline logic and maths reasoning on your CPU")]
+struct Cli {
+    /// Model to use: a GGUF file or a Hugging Face model folder (default: the downloaded
+    /// default model).
+    #[arg(long, global = true, env = "PONDER_MODEL")]
+    model: Option<std::path::PathBuf>,
+    /// CPU threads for inference (default: all cores).
+    #[arg(long, global = true)]
+    threads: Option<usize>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Ask one question and stream the thinking and the answer.
+    Chat(commands::chat::Args),
+    /// Measure the engine's speed on a model.
+    Bench(commands::bench::Args),
+    /// The model cache: list, download the default model, show paths.
+    #[command(subcommand)]
+    Models(commands::models::Cmd),
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("PONDER_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let threads = cli.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    ponder_engine::set_threads(threads);
+    let result = match cli.command {
+        Command::Chat(args) => commands::chat::run(args, cli.model, threads),
+        Command::Bench(args) => commands::bench::run(args, cli.model, threads),
+        Command::Models(cmd) => commands::models::run(cmd, cli.model),
+    };
+    if let Err(e) = result {
+        eprintln!("ponder: {e:#}");
+        std::process::exit(1);
+    }
+}

@@ -98,3 +98,47 @@ fn describe(e: &Error) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const R1: &str = include_str!("../tests/fixtures/deepseek-r1-distill-qwen.jinja");
+    const BOS: &str = "<｜begin▁of▁sentence｜>";
+    const EOS: &str = "<｜end▁of▁sentence｜>";
+
+    #[test]
+    fn deepseek_r1_template() {
+        let t = ChatTemplate::new(R1, BOS, EOS).unwrap();
+        assert!(t.is_reasoning());
+        let p = t.render(&[Message::user("1+1?")]).unwrap();
+        assert_eq!(p, "<｜begin▁of▁sentence｜><｜User｜>1+1?<｜Assistant｜><think>\n");
+    }
+
+    #[test]
+    fn older_r1_template_gets_the_think_tag() {
+        let old = R1.replace("<think>\\n", "");
+        let t = ChatTemplate::new(&old, BOS, EOS).unwrap();
+        let p = t.render(&[Message::user("1+1?")]).unwrap();
+        assert!(p.ends_with("<｜Assistant｜><think>\n"), "{p}");
+    }
+
+    #[test]
+    fn chatml_template_with_system_prompt() {
+        let t = ChatTemplate::new(CHATML_TEMPLATE, "", "<|im_end|>").unwrap();
+        assert!(!t.is_reasoning());
+        let p = t.render(&[Message::system("Be brief."), Message::user("Hi")]).unwrap();
+        assert_eq!(p, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+    }
+
+    #[test]
+    fn python_string_methods_work() {
+        let t = ChatTemplate::new("{{ messages[0]['content'].strip().upper() }}|{{ 'a,b'.split(',')[-1] }}", "", "").unwrap();
+        assert_eq!(t.render(&[Message::user("  hi ")]).unwrap(), "HI|b");
+    }
+
+    #[test]
+    fn template_errors_are_reported() {
+        assert!(matches!(ChatTemplate::new("{% if %}", "", ""), Err(EngineError::Template(_))));
+    }
+}

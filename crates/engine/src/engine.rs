@@ -228,6 +228,7 @@ impl Engine {
             max_tokens: req.max_tokens,
             thinking_budget: req.thinking_budget,
             detect_loops: req.detect_loops,
+            ignore_eos: req.ignore_eos,
             stop: req.stop,
             prompt_len: tokens.len(),
             starts_thinking,

@@ -65,8 +65,10 @@ pub fn read_gguf_header(path: &Path) -> Result<(gguf_file::Content, u64)> {
     let mut reader = std::io::BufReader::new(file);
     let ct = gguf_file::Content::read(&mut reader).map_err(|e| {
         let msg = e.to_string();
-        if msg.contains("failed to fill whole buffer") || msg.contains("UnexpectedEof") || msg.contains("end of file") {
-            EngineError::Truncated { path: path.to_path_buf(), detail: "the header ends early".into() }
+        // candle reports a short header in several wordings; all mean the file ends too early.
+        let short = ["failed to fill whole buffer", "UnexpectedEof", "end of file", "remaining"];
+        if short.iter().any(|s| msg.contains(s)) {
+            EngineError::Truncated { path: path.to_path_buf(), detail: format!("the header ends early: {msg}") }
         } else {
             EngineError::BadModel { path: path.to_path_buf(), detail: msg }
         }

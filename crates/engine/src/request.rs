@@ -38,6 +38,9 @@ pub struct GenerateRequest {
     pub priority: Priority,
     /// Stop samples that fall into a repetition loop.
     pub detect_loops: bool,
+    /// Keep generating past end-of-sequence tokens (benchmarks need fixed lengths).
+    #[serde(default)]
+    pub ignore_eos: bool,
 }
 
 impl GenerateRequest {
@@ -51,6 +54,7 @@ impl GenerateRequest {
             n: 1,
             priority: Priority::Interactive,
             detect_loops: true,
+            ignore_eos: false,
         }
     }
 

@@ -21,6 +21,7 @@ pub(crate) struct RequestCtx {
     pub max_tokens: usize,
     pub thinking_budget: Option<usize>,
     pub detect_loops: bool,
+    pub ignore_eos: bool,
     pub stop: Vec<String>,
     pub prompt_len: usize,
     pub starts_thinking: bool,
@@ -159,7 +160,7 @@ impl Seq {
             Channel::Thinking => self.thinking_tokens += 1,
             Channel::Answer => self.answer_tokens += 1,
         }
-        if tok.is_eos(id) {
+        if tok.is_eos(id) && !self.ctx.ignore_eos {
             return self.finish(FinishReason::Stop, None);
         }
         self.tokens.push(id);

@@ -6,7 +6,7 @@ use ponder_engine::{
     Channel, Engine, EngineConfig, EngineError, Event, FinishReason, GenerateRequest, LoadOptions, Message,
     Priority, RequestHandle, SamplingParams,
 };
-use std::time::{Duration, Instant};
+
 
 fn engine(config: EngineConfig) -> Engine {
     common::threads();
@@ -38,7 +38,7 @@ fn answer(h: &RequestHandle) -> (String, FinishReason, usize) {
 }
 
 const QUESTIONS: [&str; 8] = [
-    "Write a Python function that checks whether a number is prime, and explain it.",
+    "Write a Python function that returns the n-th Fibonacci number, with a docstring and comments.",
     "What is 17 * 23? Show the steps.",
     "List five prime numbers greater than 100.",
     "Explain recursion to a child in a short paragraph.",

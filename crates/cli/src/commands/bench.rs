@@ -1,0 +1,39 @@
+use anyhow::Result;
+use ponder_engine::bench::{self, BenchOptions};
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Repetitions of each measurement; figures are medians.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Tokens generated in the single-stream measurement.
+    #[arg(long, default_value_t = 128)]
+    decode_tokens: usize,
+    /// Concurrent sequences for the aggregate measurement (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16")]
+    batch: Vec<usize>,
+}
+
+pub fn run(args: Args, model: Option<PathBuf>, threads: usize) -> Result<()> {
+    let path = crate::model_arg::resolve(model)?;
+    let opts = BenchOptions { runs: args.runs.max(1), decode_tokens: args.decode_tokens, batch_sizes: args.batch, ..Default::default() };
+    let report = bench::run(&path, threads, &opts, |stage| eprintln!("bench: {stage}"))?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+        return Ok(());
+    }
+    println!("model           {} ({} threads, medians of {} runs)", report.model, report.threads, report.runs);
+    println!("load            {:.2} s", report.load_s);
+    println!("single decode   {:.1} tok/s", report.single_decode_tok_s);
+    println!("prefill         {:.1} tok/s", report.prefill_tok_s);
+    for p in &report.aggregate {
+        println!("aggregate x{:<3}  {:.1} tok/s", p.sequences, p.tok_s);
+    }
+    println!("chat TTFT, load {:.2} s", report.chat_ttft_under_load_s);
+    println!("peak RSS        {:.2} GiB", report.peak_rss_bytes as f64 / (1u64 << 30) as f64);
+    Ok(())
+}

@@ -1,0 +1,209 @@
+//! The engine benchmark behind `ponder bench`: single-stream decode, prefill, aggregate decode
+//! at several batch sizes, chat latency under batch load, and peak memory. Each figure is the
+//! median of several runs, since the machines this runs on are shared and noisy.
+
+use crate::engine::{Engine, EngineConfig};
+use crate::model::{load, LoadOptions};
+use crate::request::{Event, GenerateRequest, Priority};
+use crate::sampler::SamplingParams;
+use crate::Result;
+use serde::Serialize;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    pub runs: usize,
+    pub decode_tokens: usize,
+    pub prefill_tokens: usize,
+    pub batch_sizes: Vec<usize>,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        Self { runs: 3, decode_tokens: 128, prefill_tokens: 512, batch_sizes: vec![1, 2, 4, 8, 16] }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AggregatePoint {
+    pub sequences: usize,
+    pub tok_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    pub model: String,
+    pub threads: usize,
+    pub runs: usize,
+    pub load_s: f64,
+    pub single_decode_tok_s: f64,
+    pub prefill_tok_s: f64,
+    pub aggregate: Vec<AggregatePoint>,
+    pub chat_ttft_under_load_s: f64,
+    pub peak_rss_bytes: u64,
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(|a, b| a.total_cmp(b));
+    if xs.is_empty() {
+        return 0.0;
+    }
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+/// Peak resident memory of this process (Linux `VmHWM`), 0 where unknown.
+pub fn peak_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// A text prompt of about `n` tokens (ASCII words, one token each for Qwen's tokenizer).
+fn filler(engine: &Engine, n: usize, salt: usize) -> String {
+    let words = ["apple", "river", "stone", "cloud", "number", "proof", "angle", "seven", "graph", "logic"];
+    let mut s = String::new();
+    let mut i = salt;
+    while engine.tokenizer().encode_plain(&s).map_or(0, |t| t.len()) < n {
+        for _ in 0..16 {
+            s.push(' ');
+            s.push_str(words[i % words.len()]);
+            i = i.wrapping_mul(31).wrapping_add(7);
+        }
+    }
+    s
+}
+
+fn request(prompt: String, max_tokens: usize, priority: Priority) -> GenerateRequest {
+    GenerateRequest {
+        sampling: SamplingParams::greedy(),
+        max_tokens,
+        priority,
+        detect_loops: false,
+        ignore_eos: true,
+        ..GenerateRequest::text(prompt)
+    }
+}
+
+struct Timing {
+    submitted: Instant,
+    first: Option<Instant>,
+    done: Option<Instant>,
+    tokens: usize,
+}
+
+fn drive(handles: &[crate::engine::RequestHandle], submitted: Instant) -> Vec<Timing> {
+    let mut out: Vec<Timing> = handles.iter().map(|_| Timing { submitted, first: None, done: None, tokens: 0 }).collect();
+    let mut open = handles.len();
+    while open > 0 {
+        for (h, t) in handles.iter().zip(out.iter_mut()) {
+            if t.done.is_some() {
+                continue;
+            }
+            while let Ok(ev) = h.try_recv() {
+                match ev {
+                    Event::Delta { .. } => {
+                        t.first.get_or_insert_with(Instant::now);
+                    }
+                    Event::Finished { usage, .. } => {
+                        t.done = Some(Instant::now());
+                        t.tokens = usage.completion_tokens();
+                        if t.first.is_none() {
+                            t.first = t.done;
+                        }
+                        open -= 1;
+                        break;
+                    }
+                    Event::Started { .. } => {}
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    out
+}
+
+pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<BenchReport> {
+    let t0 = Instant::now();
+    let loaded = load(model, &LoadOptions { max_context: Some(8192) })?;
+    let load_s = t0.elapsed().as_secs_f64();
+    let name = loaded.info.name.clone();
+    let max_batch = opts.batch_sizes.iter().copied().max().unwrap_or(1).max(9);
+    let engine = Engine::start(loaded, EngineConfig { max_seqs: max_batch, ..Default::default() })?;
+    // Warm up: the first matmuls repack weights.
+    drive(&[engine.submit(request(filler(&engine, 300, 0), 8, Priority::Batch))?], Instant::now());
+
+    let mut single = Vec::new();
+    let mut prefill = Vec::new();
+    for r in 0..opts.runs {
+        progress(&format!("single-stream decode, run {}/{}", r + 1, opts.runs));
+        let now = Instant::now();
+        let t = drive(&[engine.submit(request(filler(&engine, 20, r), opts.decode_tokens, Priority::Interactive))?], now);
+        let (first, done) = (t[0].first.unwrap(), t[0].done.unwrap());
+        single.push((t[0].tokens.saturating_sub(1)) as f64 / done.duration_since(first).as_secs_f64());
+
+        progress(&format!("prefill of {} tokens, run {}/{}", opts.prefill_tokens, r + 1, opts.runs));
+        let prompt = filler(&engine, opts.prefill_tokens, 100 + r);
+        let n = engine.tokenizer().encode_plain(&prompt)?.len();
+        let now = Instant::now();
+        let t = drive(&[engine.submit(request(prompt, 1, Priority::Interactive))?], now);
+        prefill.push(n as f64 / t[0].first.unwrap().duration_since(now).as_secs_f64());
+    }
+
+    let mut aggregate = Vec::new();
+    for &n in &opts.batch_sizes {
+        let mut xs = Vec::new();
+        for r in 0..opts.runs {
+            progress(&format!("aggregate decode with {n} sequences, run {}/{}", r + 1, opts.runs));
+            // Different prompt and output lengths, so sequences join and leave at different steps.
+            let handles = (0..n)
+                .map(|i| engine.submit(request(filler(&engine, 16 + 8 * i, i + r), opts.decode_tokens / 2 + 8 * i, Priority::Batch)))
+                .collect::<Result<Vec<_>>>()?;
+            let t = drive(&handles, Instant::now());
+            let start = t.iter().filter_map(|t| t.first).min().unwrap();
+            let end = t.iter().filter_map(|t| t.done).max().unwrap();
+            let tokens: usize = t.iter().map(|t| t.tokens.saturating_sub(1)).sum();
+            xs.push(tokens as f64 / end.duration_since(start).as_secs_f64());
+        }
+        aggregate.push(AggregatePoint { sequences: n, tok_s: median(xs) });
+    }
+
+    let mut ttft = Vec::new();
+    for r in 0..opts.runs {
+        progress(&format!("chat time to first token under load, run {}/{}", r + 1, opts.runs));
+        let load: Vec<_> = (0..8)
+            .map(|i| engine.submit(request(filler(&engine, 32 + 16 * i, i), 10_000.min(engine.context_length() / 2), Priority::Batch)))
+            .collect::<Result<Vec<_>>>()?;
+        // Let the batch get going before the chat arrives.
+        for h in &load {
+            while !matches!(h.recv(), Some(Event::Delta { .. }) | None) {}
+        }
+        let now = Instant::now();
+        let chat = engine.submit(request(filler(&engine, 60, 7 + r), 1, Priority::Interactive))?;
+        let t = drive(&[chat], now);
+        ttft.push(t[0].first.unwrap().duration_since(t[0].submitted).as_secs_f64());
+        drop(load);
+    }
+
+    Ok(BenchReport {
+        model: name,
+        threads,
+        runs: opts.runs,
+        load_s,
+        single_decode_tok_s: median(single),
+        prefill_tok_s: median(prefill),
+        aggregate,
+        chat_ttft_under_load_s: median(ttft),
+        peak_rss_bytes: peak_rss_bytes(),
+    })
+}

@@ -1,0 +1,99 @@
+//! Every way a model file can be wrong gives a clear error, never a panic.
+mod common;
+
+use candle_core::quantized::gguf_file::Value;
+use ponder_engine::{EngineError, LoadOptions};
+use std::path::Path;
+
+fn load(p: &Path) -> EngineError {
+    match ponder_engine::load(p, &LoadOptions::default()) {
+        Ok(_) => panic!("{} loaded", p.display()),
+        Err(e) => e,
+    }
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("ponder-errors-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn missing_file() {
+    let e = load(Path::new("/nonexistent/model.gguf"));
+    assert!(matches!(e, EngineError::ModelNotFound(_)));
+    assert_eq!(e.to_string(), "model file not found: /nonexistent/model.gguf");
+}
+
+#[test]
+fn not_a_gguf() {
+    let p = tmp("notes.gguf");
+    std::fs::write(&p, "these are my notes, not a model").unwrap();
+    let e = load(&p);
+    assert!(matches!(e, EngineError::NotGguf { .. }), "{e}");
+    assert!(e.to_string().contains("notes.gguf: not a GGUF file"));
+    std::fs::write(&p, "").unwrap();
+    assert!(matches!(load(&p), EngineError::NotGguf { .. }));
+}
+
+#[test]
+fn truncated_files() {
+    let src = std::fs::read(common::model(common::SMALL)).unwrap();
+    // Cut in the tensor data (an interrupted download) and in the header.
+    for (name, len) in [("cut-data.gguf", src.len() / 2), ("cut-header.gguf", 2000)] {
+        let p = tmp(name);
+        std::fs::write(&p, &src[..len]).unwrap();
+        let e = load(&p);
+        assert!(matches!(e, EngineError::Truncated { .. }), "{name}: {e}");
+        assert!(e.to_string().contains("truncated"), "{e}");
+    }
+}
+
+#[test]
+fn unsupported_architecture_is_named() {
+    let p = tmp("llama.gguf");
+    ponder_engine::gguf_edit::rewrite_metadata(&common::model(common::SMALL), &p, |md| {
+        md.insert("general.architecture".into(), Value::String("llama".into()));
+    })
+    .unwrap();
+    let e = load(&p);
+    assert!(matches!(&e, EngineError::UnsupportedArchitecture { found, .. } if found == "llama"), "{e}");
+    assert!(e.to_string().contains("unsupported model architecture `llama`"));
+}
+
+#[test]
+fn missing_tokenizer_metadata() {
+    let p = tmp("notok.gguf");
+    ponder_engine::gguf_edit::rewrite_metadata(&common::model(common::SMALL), &p, |md| {
+        md.remove("tokenizer.ggml.merges");
+    })
+    .unwrap();
+    let e = load(&p);
+    assert!(matches!(e, EngineError::Tokenizer(_)), "{e}");
+    assert!(e.to_string().contains("tokenizer.ggml.merges"), "{e}");
+}
+
+#[test]
+fn broken_chat_template() {
+    let p = tmp("badtemplate.gguf");
+    ponder_engine::gguf_edit::rewrite_metadata(&common::model(common::SMALL), &p, |md| {
+        md.insert("tokenizer.chat_template".into(), Value::String("{% for m in messages %}{{ m.content ".into()));
+    })
+    .unwrap();
+    let e = load(&p);
+    assert!(matches!(e, EngineError::Template(_)), "{e}");
+
+    // A template that parses but fails when rendered fails the request, not the engine.
+    let p = tmp("raising.gguf");
+    ponder_engine::gguf_edit::rewrite_metadata(&common::model(common::SMALL), &p, |md| {
+        md.insert(
+            "tokenizer.chat_template".into(),
+            Value::String("{% if messages[0]['role'] != 'system' %}{{ raise_exception('first message must be system') }}{% endif %}".into()),
+        );
+    })
+    .unwrap();
+    let loaded = ponder_engine::load(&p, &LoadOptions { max_context: Some(512) }).unwrap();
+    let engine = ponder_engine::Engine::start(loaded, Default::default()).unwrap();
+    let err = engine.submit(ponder_engine::GenerateRequest::chat(vec![ponder_engine::Message::user("hi")])).err().unwrap();
+    assert!(err.to_string().contains("first message must be system"), "{err}");
+}
