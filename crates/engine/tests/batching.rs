@@ -144,6 +144,11 @@ fn cancel_and_dropped_receiver_free_the_slot() {
     drop(dropped);
     let (_, r, _) = answer(&e.submit(greedy("Say no.", 4, Priority::Batch)).unwrap());
     assert!(matches!(r, FinishReason::Stop | FinishReason::Length));
+    // Stats are published after each step: give the engine a moment to publish the last one.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while e.stats().running != 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     assert_eq!(e.stats().running, 0);
 }
 
