@@ -103,11 +103,19 @@ class Session {
     const id = await this.find(css);
     return this.cmd('POST', `/element/${id}/click`, {});
   }
-  async screenshot(name) {
+  /// Saves a screenshot. WebKit can hand back a frame painted before the last DOM change, so
+  /// it retakes the picture (for up to 10 s) until `settled(bytes)` accepts it.
+  async screenshot(name, settled = () => true) {
     fs.mkdirSync(shotsDir, { recursive: true });
-    const png = await this.cmd('GET', '/screenshot');
     const file = path.join(shotsDir, `${name}.png`);
-    fs.writeFileSync(file, Buffer.from(png, 'base64'));
+    const end = Date.now() + 10000;
+    let png;
+    do {
+      png = Buffer.from(await this.cmd('GET', '/screenshot'), 'base64');
+      if (settled(png)) break;
+      await new Promise((r) => setTimeout(r, 300));
+    } while (Date.now() < end);
+    fs.writeFileSync(file, png);
     return file;
   }
 }

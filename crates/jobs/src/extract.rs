@@ -1,0 +1,229 @@
+//! Finding the final answer in text: a model's output, or a key written as a worked solution.
+
+/// Contents of every `\boxed{…}` / `\fbox{…}` (nested braces allowed), with their byte spans.
+pub fn boxed_all(s: &str) -> Vec<(usize, usize, String)> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(rel) = ["\\boxed", "\\fbox"].iter().filter_map(|k| s[from..].find(k).map(|i| (i, k.len()))).min() {
+        let start = from + rel.0;
+        let mut i = start + rel.1;
+        let bytes = s.as_bytes();
+        while i < s.len() && bytes[i] == b' ' {
+            i += 1;
+        }
+        if i < s.len() && bytes[i] == b'{' {
+            let mut depth = 0;
+            let open = i;
+            let mut end = None;
+            for (j, c) in s[open..].char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = Some(open + j);
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            match end {
+                Some(e) => {
+                    out.push((start, e + 1, s[open + 1..e].to_string()));
+                    from = e + 1;
+                }
+                None => break,
+            }
+        } else {
+            // `\boxed 5`: up to the next space or `$`
+            let rest = &s[i..];
+            let len = rest.find(|c: char| c.is_whitespace() || c == '$').unwrap_or(rest.len());
+            if len > 0 {
+                out.push((start, i + len, rest[..len].to_string()));
+            }
+            from = i + len.max(1);
+        }
+        if from >= s.len() {
+            break;
+        }
+    }
+    out
+}
+
+/// The last boxed answer. Boxes written side by side (`\boxed{1}\boxed{2}`) form one answer.
+pub fn last_boxed(s: &str) -> Option<String> {
+    let all = boxed_all(s);
+    let (mut start, _, last) = all.last()?.clone();
+    let mut parts = vec![last];
+    for (s0, e0, c) in all.iter().rev().skip(1) {
+        let between = &s[*e0..start];
+        if between.chars().all(|ch| ch.is_whitespace() || ch == ',' || ch == '$' || ch == '&') {
+            parts.push(c.clone());
+            start = *s0;
+        } else {
+            break;
+        }
+    }
+    parts.reverse();
+    Some(parts.join(", "))
+}
+
+/// LaTeX maths segments in order: `$$…$$`, `\[…\]`, `\(…\)`, and `$…$` on one line.
+pub fn math_segments(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    let b = s.as_bytes();
+    while i < s.len() {
+        let rest = &s[i..];
+        let (open, close, multiline) = if rest.starts_with("$$") {
+            ("$$", "$$", true)
+        } else if rest.starts_with("\\[") {
+            ("\\[", "\\]", true)
+        } else if rest.starts_with("\\(") {
+            ("\\(", "\\)", false)
+        } else if b[i] == b'$' && (i == 0 || b[i - 1] != b'\\') {
+            ("$", "$", false)
+        } else {
+            i += rest.chars().next().map_or(1, |c| c.len_utf8());
+            continue;
+        };
+        let body_start = i + open.len();
+        let mut j = body_start;
+        let mut found = None;
+        while j < s.len() {
+            if s[j..].starts_with(close) && !(close == "$" && j > 0 && b[j - 1] == b'\\') {
+                found = Some(j);
+                break;
+            }
+            j += s[j..].chars().next().map_or(1, |c| c.len_utf8());
+        }
+        match found {
+            Some(j) => {
+                let body = &s[body_start..j];
+                if multiline || !body.contains('\n') {
+                    out.push(body.to_string());
+                }
+                i = j + close.len();
+            }
+            None => i = body_start,
+        }
+    }
+    out
+}
+
+const ANSWER_PHRASES: &[&str] = &[
+    "final answer is", "final answer:", "the answer is", "answer is", "answer:", "答案是", "答案为", "答案：", "答案:",
+    "所以答案", "最终答案",
+];
+
+/// The text after the last "final answer is" (or the Chinese 答案是/答案为), up to the end of
+/// its sentence.
+pub fn after_answer_phrase(s: &str) -> Option<String> {
+    let lower = s.to_lowercase();
+    let (pos, len) = ANSWER_PHRASES
+        .iter()
+        .filter_map(|p| lower.rfind(p).map(|i| (i, p.len())))
+        .max_by_key(|(i, _)| *i)?;
+    // `lower` and `s` have the same byte offsets for ASCII phrases; the Chinese ones have no case.
+    let tail = s.get(pos + len..)?.trim_start_matches([' ', ':', '：', '*']);
+    let line = tail.lines().next().unwrap_or("").trim();
+    let line = line.trim_end_matches(['.', '。', '!']);
+    if line.is_empty() {
+        None
+    } else {
+        Some(line.to_string())
+    }
+}
+
+/// The last number in the text (with sign, separators, decimals and simple fractions).
+pub fn last_number(s: &str) -> Option<String> {
+    let chars: Vec<char> = s.chars().collect();
+    let mut best: Option<String> = None;
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i].is_ascii_digit() || (chars[i] == '.' && chars.get(i + 1).is_some_and(|c| c.is_ascii_digit())) {
+            let start = i;
+            let mut j = i;
+            while j < chars.len() {
+                let c = chars[j];
+                let next_digit = chars.get(j + 1).is_some_and(|d| d.is_ascii_digit());
+                if c.is_ascii_digit() || ((c == '.' || c == ',' || c == '/') && next_digit) {
+                    j += 1;
+                } else {
+                    break;
+                }
+            }
+            let neg = start > 0 && chars[start - 1] == '-';
+            let mut num: String = chars[start..j].iter().collect();
+            if neg {
+                num.insert(0, '-');
+            }
+            best = Some(num);
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    best
+}
+
+/// The final answer of a model's output: boxed, then an answer phrase, then the last number;
+/// the answer part is searched before the thinking.
+pub fn final_answer(answer: &str, thinking: &str) -> Option<String> {
+    for text in [answer, thinking] {
+        if let Some(b) = last_boxed(text) {
+            return Some(b.trim().to_string());
+        }
+    }
+    for text in [answer, thinking] {
+        if let Some(a) = after_answer_phrase(text) {
+            if let Some(m) = math_segments(&a).pop() {
+                return Some(m.trim().to_string());
+            }
+            return Some(a);
+        }
+    }
+    for text in [answer, thinking] {
+        if let Some(n) = last_number(text) {
+            return Some(n);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_boxes_and_the_last_one() {
+        assert_eq!(last_boxed("a \\boxed{1} then \\boxed{\\frac{1}{\\sqrt{2}}}.").as_deref(), Some("\\frac{1}{\\sqrt{2}}"));
+        assert_eq!(last_boxed("$\\boxed{1}\\boxed{2}$").as_deref(), Some("1, 2"));
+        assert_eq!(last_boxed("\\fbox{7}").as_deref(), Some("7"));
+        assert_eq!(last_boxed("\\boxed 5 apples").as_deref(), Some("5"));
+        assert_eq!(last_boxed("\\boxed{unclosed"), None);
+    }
+
+    #[test]
+    fn answer_phrases_in_english_and_chinese() {
+        assert_eq!(final_answer("So the final answer is 42.", "").as_deref(), Some("42"));
+        assert_eq!(final_answer("因此，答案是 12。", "").as_deref(), Some("12"));
+        assert_eq!(final_answer("所以答案为$\\frac{1}{2}$", "").as_deref(), Some("\\frac{1}{2}"));
+    }
+
+    #[test]
+    fn answer_part_before_thinking_and_number_fallback() {
+        assert_eq!(final_answer("It is 7", "maybe \\boxed{3}").as_deref(), Some("3"));
+        assert_eq!(final_answer("She makes $18 every day.", "16 - 3 - 4 = 9").as_deref(), Some("18"));
+        assert_eq!(final_answer("", "so -5 it is").as_deref(), Some("-5"));
+        assert_eq!(final_answer("no numbers", ""), None);
+    }
+
+    #[test]
+    fn math_segments_respect_inline_newlines() {
+        assert_eq!(math_segments("a $x$ b \\[y\\] c"), vec!["x", "y"]);
+        assert!(math_segments("Answer $ \n 9 \n $").is_empty());
+        assert_eq!(math_segments("Answer $$ \n 9 \n $$"), vec![" \n 9 \n "]);
+    }
+}
