@@ -26,6 +26,10 @@ enum Command {
     Chat(commands::chat::Args),
     /// Measure the engine's speed on a model.
     Bench(commands::bench::Args),
+    /// Answer a file of questions (and validate its answer key, if it has one).
+    Run(commands::run::Args),
+    /// Compare a key and an answer the way job verdicts do.
+    Check(commands::check::Args),
     /// The model cache: list, download the default model, show paths.
     #[command(subcommand)]
     Models(commands::models::Cmd),
@@ -40,12 +44,23 @@ fn main() {
     let threads = cli.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     ponder_engine::set_threads(threads);
     let result = match cli.command {
-        Command::Chat(args) => commands::chat::run(args, cli.model, threads),
-        Command::Bench(args) => commands::bench::run(args, cli.model, threads),
-        Command::Models(cmd) => commands::models::run(cmd, cli.model),
+        Command::Chat(args) => commands::chat::run(args, cli.model, threads).map(|_| 0),
+        Command::Bench(args) => commands::bench::run(args, cli.model, threads).map(|_| 0),
+        Command::Models(cmd) => commands::models::run(cmd, cli.model).map(|_| 0),
+        Command::Check(args) => commands::check::run(args),
+        Command::Run(args) => {
+            // Ctrl-C pauses the job: what finished is saved, and a rerun resumes.
+            let control = ponder_jobs::runner::JobControl::default();
+            let c = control.clone();
+            let _ = ctrlc::set_handler(move || c.pause());
+            commands::run::run(args, cli.model, threads, control)
+        }
     };
-    if let Err(e) = result {
-        eprintln!("ponder: {e:#}");
-        std::process::exit(1);
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("ponder: {e:#}");
+            std::process::exit(2);
+        }
     }
 }

@@ -1,3 +1,5 @@
 pub mod bench;
 pub mod chat;
+pub mod check;
 pub mod models;
+pub mod run;

@@ -1,0 +1,140 @@
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use ponder_engine::{Engine, EngineConfig, LoadOptions};
+use ponder_jobs::backend::LocalBackend;
+use ponder_jobs::runner::{run_job, JobControl, JobEvent};
+use ponder_jobs::{report, JobOptions, JobState, Store};
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A file of questions: .txt, .md, .csv, .tsv, .jsonl, .json or .xlsx.
+    file: PathBuf,
+    /// Results file: .jsonl or .csv (default: FILE's name with .results.jsonl).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Samples per problem (default: 4 with an answer key, 1 without).
+    #[arg(long)]
+    samples: Option<usize>,
+    #[arg(long, default_value_t = 4096)]
+    max_tokens: usize,
+    /// Close each thought after this many thinking tokens.
+    #[arg(long)]
+    think_budget: Option<usize>,
+    /// Sequences generated at once.
+    #[arg(long, default_value_t = 8)]
+    concurrency: usize,
+    #[arg(long, default_value_t = 0.6)]
+    temperature: f32,
+    #[arg(long)]
+    seed: Option<u64>,
+    /// The job database (default: jobs.sqlite in Ponder's data folder).
+    #[arg(long, env = "PONDER_JOBS_DB")]
+    store: Option<PathBuf>,
+}
+
+fn data_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("PONDER_DATA_DIR") {
+        return PathBuf::from(d);
+    }
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".local/share"));
+    base.join("ponder")
+}
+
+/// FNV-1a: a stable fingerprint of the file, so a rerun finds its unfinished job.
+fn fingerprint(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in bytes {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    format!("{h:016x}")
+}
+
+pub fn run(args: Args, model: Option<PathBuf>, _threads: usize, interrupted: JobControl) -> Result<i32> {
+    let preview = ponder_jobs::read_file(&args.file, &Default::default())?;
+    for w in &preview.warnings {
+        eprintln!("{}:{}: warning: {}", args.file.display(), w.line, w.message);
+    }
+    let samples = args.samples.unwrap_or(if preview.has_key { 4 } else { 1 });
+    let opts = JobOptions {
+        samples,
+        max_tokens: args.max_tokens,
+        thinking_budget: args.think_budget,
+        temperature: args.temperature,
+        seed: args.seed,
+        ..Default::default()
+    };
+    let db = match args.store {
+        Some(p) => p,
+        None => {
+            let d = data_dir();
+            std::fs::create_dir_all(&d).with_context(|| format!("{}", d.display()))?;
+            d.join("jobs.sqlite")
+        }
+    };
+    let mut store = Store::open(&db)?;
+    let abs = std::fs::canonicalize(&args.file)?;
+    let source = format!("{}#{}", abs.display(), fingerprint(&std::fs::read(&args.file)?));
+    let existing = store
+        .jobs()?
+        .into_iter()
+        .find(|j| j.source == source && store.options(j.id).map(|o| o == opts).unwrap_or(false));
+    let job = match existing {
+        Some(j) if j.state != JobState::Done => {
+            eprintln!("resuming job {} ({}/{} samples done)", j.id, j.samples_done, j.samples_total);
+            j.id
+        }
+        Some(j) => j.id,
+        None => {
+            let name = args.file.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            store.create_job(&name, &source, &opts, &preview.problems)?
+        }
+    };
+
+    let mut state = store.job(job)?.state;
+    if state != JobState::Done {
+        let path = crate::model_arg::resolve(model)?;
+        let loaded = ponder_engine::load(&path, &LoadOptions { max_context: Some(32768) })?;
+        let max_seqs = args.concurrency.max(samples);
+        let engine = Engine::start(loaded, EngineConfig { max_seqs, ..Default::default() })?;
+        let backend = LocalBackend { engine: &engine, max_seqs };
+        let summary = store.job(job)?;
+        let bar = ProgressBar::new(summary.samples_total as u64).with_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} samples  {msg}").expect("valid template"),
+        );
+        bar.set_position(summary.samples_done as u64);
+        state = run_job(&store, job, &backend, &interrupted, |ev| {
+            if let JobEvent::Progress(p) = ev {
+                bar.set_position(p.done as u64);
+                let eta = p.eta_seconds.map(|s| format!("ETA {}s", s.round())).unwrap_or_default();
+                bar.set_message(format!("{:.1} tok/s  {eta}", p.tokens_per_second));
+            }
+        })?;
+        bar.finish_and_clear();
+    }
+    if state != JobState::Done {
+        let j = store.job(job)?;
+        eprintln!("stopped: {}/{} samples done and saved; run the same command again to resume", j.samples_done, j.samples_total);
+        return Ok(130);
+    }
+    let rows = report::rows(&store, job)?;
+    let out = args.output.unwrap_or_else(|| with_suffix(&args.file, "results.jsonl"));
+    let text = if out.extension().is_some_and(|e| e == "csv") { report::to_csv(&rows) } else { report::to_jsonl(&rows) };
+    std::fs::write(&out, text).with_context(|| format!("{}", out.display()))?;
+    eprintln!("results: {}", out.display());
+    if preview.has_key {
+        let md = with_suffix(&out, "report.md");
+        let title = format!("Validation of {}", args.file.file_name().unwrap_or_default().to_string_lossy());
+        std::fs::write(&md, report::to_markdown(&title, &rows)).with_context(|| format!("{}", md.display()))?;
+        eprintln!("report:  {}", md.display());
+    }
+    Ok(0)
+}
+
+fn with_suffix(p: &Path, suffix: &str) -> PathBuf {
+    let stem = p.file_stem().unwrap_or_default().to_string_lossy();
+    p.with_file_name(format!("{stem}.{suffix}"))
+}

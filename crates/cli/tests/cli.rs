@@ -1,0 +1,166 @@
+//! The `ponder` binary as a user runs it: `check`, `chat`, and `run` with a kill and a resume.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn ponder() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ponder"));
+    c.env_remove("PONDER_MODEL").env("PONDER_LOG", "warn");
+    c
+}
+
+fn small_model() -> PathBuf {
+    let dir = std::env::var_os("PONDER_TEST_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ponder/test-models"));
+    let p = dir.join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
+    assert!(p.exists(), "test model {} is missing: run scripts/fetch-test-models.sh", p.display());
+    p
+}
+
+#[test]
+fn check_prints_the_verdict_and_exits_0_or_1() {
+    let out = ponder().args(["check", "\\frac{1}{2}", "0.5"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(s.starts_with("equal\n") && s.contains("gold: \\frac{1}{2}") && s.contains("pred: 0.5"), "{s}");
+    let out = ponder().args(["check", "18", "The answer is \\boxed{20}"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8(out.stdout).unwrap().contains("different\n  gold: 18\n  pred: 20"));
+}
+
+#[test]
+fn check_jsonl_adds_the_equal_field() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("pairs.jsonl");
+    std::fs::write(&input, "{\"gold\": \"1/2\", \"pred\": \"0.5\", \"note\": \"kept\"}\n{\"gold\": \"3\", \"pred\": \"4\"}\n").unwrap();
+    let out = ponder().args(["check", "--jsonl"]).arg(&input).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines[0]["equal"], true);
+    assert_eq!(lines[0]["note"], "kept");
+    assert_eq!(lines[1]["equal"], false);
+    std::fs::write(&input, "{\"gold\": \"1\"}\n").unwrap();
+    let out = ponder().args(["check", "--jsonl"]).arg(&input).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pairs.jsonl:1: missing field \"pred\""));
+}
+
+#[test]
+fn errors_are_one_line_with_an_exit_code() {
+    let out = ponder().args(["chat", "hi", "--model", "/nonexistent.gguf"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.trim(), "ponder: model file not found: /nonexistent.gguf");
+}
+
+#[test]
+fn chat_streams_an_answer_and_json_events() {
+    let out = ponder()
+        .arg("--model")
+        .arg(small_model())
+        .args(["--threads", "2", "chat", "What is 2+2? Reply with just the number.", "--temperature", "0", "--max-tokens", "16"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8(out.stdout).unwrap().contains('4'));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("time to first token"));
+
+    let out = ponder()
+        .arg("--model")
+        .arg(small_model())
+        .args(["chat", "--json", "--temperature", "0", "--max-tokens", "8", "Say hi"])
+        .output()
+        .unwrap();
+    let events: Vec<serde_json::Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(events.first().unwrap()["event"], "started");
+    assert_eq!(events.last().unwrap()["event"], "finished");
+    assert!(events.iter().any(|e| e["event"] == "delta" && e["channel"] == "answer"));
+}
+
+fn keyed_csv(dir: &Path, n: usize) -> PathBuf {
+    let p = dir.join("set.csv");
+    let mut s = String::from("id,question,answer\n");
+    for i in 0..n {
+        s.push_str(&format!("p{i},What is {i} + {}? Give just the number.,{}\n", i + 2, 2 * i + 2));
+    }
+    std::fs::write(&p, s).unwrap();
+    p
+}
+
+fn count_samples(db: &Path) -> usize {
+    let Ok(conn) = rusqlite::Connection::open(db) else { return 0 };
+    conn.query_row("SELECT COUNT(*) FROM samples", [], |r| r.get::<_, i64>(0)).map_or(0, |n| n as usize)
+}
+
+fn samples(db: &Path) -> Vec<(i64, i64, String)> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut st = conn.prepare("SELECT problem_idx, sample_idx, answer FROM samples ORDER BY 1, 2").unwrap();
+    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect()
+}
+
+#[test]
+fn run_survives_sigkill_and_resumes_without_losing_or_repeating_samples() {
+    let d = tempfile::tempdir().unwrap();
+    let csv = keyed_csv(d.path(), 6);
+    let db = d.path().join("jobs.sqlite");
+    let out = d.path().join("results.jsonl");
+    let args = |c: &mut Command| {
+        c.arg("--model").arg(small_model()).args(["--threads", "2", "run"]).arg(&csv);
+        // Greedy: both samples of a problem agree, so every verdict is clear-cut.
+        c.args(["--samples", "2", "--max-tokens", "150", "--concurrency", "4", "--temperature", "0", "--store"]).arg(&db);
+        c.arg("-o").arg(&out);
+    };
+    let mut first = ponder();
+    args(&mut first);
+    let mut child = first.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    // Kill it once some samples are saved and others are not.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while count_samples(&db) < 3 {
+        assert!(Instant::now() < deadline, "no progress");
+        assert!(child.try_wait().unwrap().is_none(), "the job finished before it could be killed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let before = samples(&db);
+    assert!(before.len() >= 3 && before.len() < 12, "{} samples at the kill", before.len());
+
+    let mut again = ponder();
+    args(&mut again);
+    let res = again.output().unwrap();
+    assert!(res.status.success(), "{}", String::from_utf8_lossy(&res.stderr));
+    assert!(String::from_utf8_lossy(&res.stderr).contains("resuming job"));
+    let after = samples(&db);
+    assert_eq!(after.len(), 12, "every sample of every problem, once");
+    for s in &before {
+        assert!(after.contains(s), "sample {:?} saved before the kill is unchanged", (s.0, s.1));
+    }
+    // The results and the validation report.
+    let rows: Vec<serde_json::Value> =
+        std::fs::read_to_string(&out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 6);
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r["id"], format!("p{i}"));
+        assert_eq!(r["key"], format!("{}", 2 * i + 2));
+        assert_eq!(r["samples"].as_array().unwrap().len(), 2);
+        let verdict = r["verdict"].as_str().unwrap();
+        assert!(["confirmed", "disputed"].contains(&verdict), "greedy samples agree: {r}");
+        let matches_key = ponder_jobs::equivalence::equivalent(r["key"].as_str().unwrap(), r["majority"].as_str().unwrap());
+        assert_eq!(verdict == "confirmed", matches_key, "{r}");
+        for s in r["samples"].as_array().unwrap() {
+            for f in ["answer", "extracted", "thinking", "finish_reason", "tokens"] {
+                assert!(s.get(f).is_some(), "sample field {f}");
+            }
+        }
+    }
+    let confirmed = rows.iter().filter(|r| r["verdict"] == "confirmed").count();
+    let md = std::fs::read_to_string(d.path().join("results.report.md")).unwrap();
+    assert!(md.contains("6 problems"), "{md}");
+    if confirmed > 0 {
+        assert!(md.contains(&format!("| confirmed | {confirmed} |")), "{md}");
+    }
+}

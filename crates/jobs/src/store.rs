@@ -1,0 +1,299 @@
+//! The durable job store: SQLite in WAL mode. A job, its problems and every finished sample are
+//! written as they happen, so a crash or `kill -9` loses nothing that finished; reopening finds
+//! exactly the samples still to run.
+
+use crate::reader::Problem;
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+pub type JobId = i64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("job store: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("job store: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("no job {0}")]
+    NoJob(JobId),
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobState {
+    Queued,
+    Running,
+    Paused,
+    Cancelled,
+    Done,
+}
+
+impl JobState {
+    fn as_str(self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Running => "running",
+            JobState::Paused => "paused",
+            JobState::Cancelled => "cancelled",
+            JobState::Done => "done",
+        }
+    }
+    fn parse(s: &str) -> JobState {
+        match s {
+            "running" => JobState::Running,
+            "paused" => JobState::Paused,
+            "cancelled" => JobState::Cancelled,
+            "done" => JobState::Done,
+            _ => JobState::Queued,
+        }
+    }
+}
+
+/// How a job runs; stored with it so a resumed job runs the same way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JobOptions {
+    /// Samples per problem (4 for validating keys, 1 for plain answering).
+    pub samples: usize,
+    pub max_tokens: usize,
+    pub thinking_budget: Option<usize>,
+    pub temperature: f32,
+    pub top_p: f32,
+    pub seed: Option<u64>,
+    /// Add the "reason step by step, answer in \boxed{}" instruction.
+    pub math_instruction: bool,
+}
+
+impl Default for JobOptions {
+    fn default() -> Self {
+        Self { samples: 4, max_tokens: 4096, thinking_budget: None, temperature: 0.6, top_p: 0.95, seed: None, math_instruction: true }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleRow {
+    pub problem_idx: usize,
+    pub sample_idx: usize,
+    pub answer: String,
+    pub thinking: String,
+    pub extracted: Option<String>,
+    pub finish_reason: String,
+    pub prompt_tokens: usize,
+    pub thinking_tokens: usize,
+    pub answer_tokens: usize,
+    pub ttft_ms: u64,
+    pub duration_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobSummary {
+    pub id: JobId,
+    pub name: String,
+    pub source: String,
+    pub state: JobState,
+    pub created_at: i64,
+    pub problems: usize,
+    pub samples_total: usize,
+    pub samples_done: usize,
+    pub has_key: bool,
+}
+
+pub struct Store {
+    conn: Connection,
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+impl Store {
+    pub fn open(path: &Path) -> Result<Self> {
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = NORMAL;
+             PRAGMA foreign_keys = ON;
+             CREATE TABLE IF NOT EXISTS jobs (
+               id INTEGER PRIMARY KEY,
+               name TEXT NOT NULL,
+               source TEXT NOT NULL,
+               created_at INTEGER NOT NULL,
+               state TEXT NOT NULL,
+               options TEXT NOT NULL
+             );
+             CREATE TABLE IF NOT EXISTS problems (
+               job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+               idx INTEGER NOT NULL,
+               pid TEXT NOT NULL,
+               question TEXT NOT NULL,
+               key TEXT,
+               extra TEXT NOT NULL,
+               line INTEGER NOT NULL,
+               PRIMARY KEY (job_id, idx)
+             );
+             CREATE TABLE IF NOT EXISTS samples (
+               job_id INTEGER NOT NULL,
+               problem_idx INTEGER NOT NULL,
+               sample_idx INTEGER NOT NULL,
+               answer TEXT NOT NULL,
+               thinking TEXT NOT NULL,
+               extracted TEXT,
+               finish_reason TEXT NOT NULL,
+               prompt_tokens INTEGER NOT NULL,
+               thinking_tokens INTEGER NOT NULL,
+               answer_tokens INTEGER NOT NULL,
+               ttft_ms INTEGER NOT NULL,
+               duration_ms INTEGER NOT NULL,
+               created_at INTEGER NOT NULL,
+               PRIMARY KEY (job_id, problem_idx, sample_idx),
+               FOREIGN KEY (job_id, problem_idx) REFERENCES problems(job_id, idx) ON DELETE CASCADE
+             );",
+        )?;
+        Ok(Self { conn })
+    }
+
+    pub fn create_job(&mut self, name: &str, source: &str, options: &JobOptions, problems: &[Problem]) -> Result<JobId> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO jobs (name, source, created_at, state, options) VALUES (?1, ?2, ?3, 'queued', ?4)",
+            params![name, source, now(), serde_json::to_string(options)?],
+        )?;
+        let id = tx.last_insert_rowid();
+        {
+            let mut st = tx.prepare("INSERT INTO problems (job_id, idx, pid, question, key, extra, line) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?;
+            for (i, p) in problems.iter().enumerate() {
+                st.execute(params![id, i as i64, p.id, p.question, p.key, serde_json::to_string(&p.extra)?, p.line as i64])?;
+            }
+        }
+        tx.commit()?;
+        Ok(id)
+    }
+
+    pub fn options(&self, job: JobId) -> Result<JobOptions> {
+        let s: Option<String> = self.conn.query_row("SELECT options FROM jobs WHERE id = ?1", [job], |r| r.get(0)).optional()?;
+        Ok(serde_json::from_str(&s.ok_or(StoreError::NoJob(job))?)?)
+    }
+
+    pub fn problems(&self, job: JobId) -> Result<Vec<Problem>> {
+        let mut st = self.conn.prepare("SELECT pid, question, key, extra, line FROM problems WHERE job_id = ?1 ORDER BY idx")?;
+        let rows = st.query_map([job], |r| {
+            let extra: String = r.get(3)?;
+            Ok(Problem {
+                id: r.get(0)?,
+                question: r.get(1)?,
+                key: r.get(2)?,
+                extra: serde_json::from_str(&extra).unwrap_or_default(),
+                line: r.get::<_, i64>(4)? as usize,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    pub fn samples(&self, job: JobId) -> Result<Vec<SampleRow>> {
+        let mut st = self.conn.prepare(
+            "SELECT problem_idx, sample_idx, answer, thinking, extracted, finish_reason, prompt_tokens, thinking_tokens,
+                    answer_tokens, ttft_ms, duration_ms
+             FROM samples WHERE job_id = ?1 ORDER BY problem_idx, sample_idx",
+        )?;
+        let rows = st.query_map([job], |r| {
+            Ok(SampleRow {
+                problem_idx: r.get::<_, i64>(0)? as usize,
+                sample_idx: r.get::<_, i64>(1)? as usize,
+                answer: r.get(2)?,
+                thinking: r.get(3)?,
+                extracted: r.get(4)?,
+                finish_reason: r.get(5)?,
+                prompt_tokens: r.get::<_, i64>(6)? as usize,
+                thinking_tokens: r.get::<_, i64>(7)? as usize,
+                answer_tokens: r.get::<_, i64>(8)? as usize,
+                ttft_ms: r.get::<_, i64>(9)? as u64,
+                duration_ms: r.get::<_, i64>(10)? as u64,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Samples still to run, as (problem index, sample index), in problem order.
+    pub fn pending(&self, job: JobId) -> Result<Vec<(usize, usize)>> {
+        let n = self.options(job)?.samples;
+        let problems: i64 = self.conn.query_row("SELECT COUNT(*) FROM problems WHERE job_id = ?1", [job], |r| r.get(0))?;
+        let mut done = std::collections::HashSet::new();
+        let mut st = self.conn.prepare("SELECT problem_idx, sample_idx FROM samples WHERE job_id = ?1")?;
+        for row in st.query_map([job], |r| Ok((r.get::<_, i64>(0)? as usize, r.get::<_, i64>(1)? as usize)))? {
+            done.insert(row?);
+        }
+        Ok((0..problems as usize).flat_map(|p| (0..n).map(move |s| (p, s))).filter(|ps| !done.contains(ps)).collect())
+    }
+
+    /// Records a finished sample. A sample already recorded is left as it was (`false`): a
+    /// finished sample is never repeated or overwritten.
+    pub fn insert_sample(&self, job: JobId, s: &SampleRow) -> Result<bool> {
+        let n = self.conn.execute(
+            "INSERT OR IGNORE INTO samples (job_id, problem_idx, sample_idx, answer, thinking, extracted, finish_reason,
+               prompt_tokens, thinking_tokens, answer_tokens, ttft_ms, duration_ms, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            params![
+                job,
+                s.problem_idx as i64,
+                s.sample_idx as i64,
+                s.answer,
+                s.thinking,
+                s.extracted,
+                s.finish_reason,
+                s.prompt_tokens as i64,
+                s.thinking_tokens as i64,
+                s.answer_tokens as i64,
+                s.ttft_ms as i64,
+                s.duration_ms as i64,
+                now()
+            ],
+        )?;
+        Ok(n == 1)
+    }
+
+    pub fn set_state(&self, job: JobId, state: JobState) -> Result<()> {
+        self.conn.execute("UPDATE jobs SET state = ?2 WHERE id = ?1", params![job, state.as_str()])?;
+        Ok(())
+    }
+
+    pub fn jobs(&self) -> Result<Vec<JobSummary>> {
+        let mut st = self.conn.prepare(
+            "SELECT j.id, j.name, j.source, j.state, j.created_at, j.options,
+                    (SELECT COUNT(*) FROM problems p WHERE p.job_id = j.id),
+                    (SELECT COUNT(*) FROM samples s WHERE s.job_id = j.id),
+                    (SELECT COUNT(*) FROM problems p WHERE p.job_id = j.id AND p.key IS NOT NULL)
+             FROM jobs j ORDER BY j.id DESC",
+        )?;
+        let rows = st.query_map([], |r| {
+            let opts: String = r.get(5)?;
+            let n = serde_json::from_str::<JobOptions>(&opts).map_or(1, |o| o.samples);
+            let problems = r.get::<_, i64>(6)? as usize;
+            Ok(JobSummary {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                source: r.get(2)?,
+                state: JobState::parse(&r.get::<_, String>(3)?),
+                created_at: r.get(4)?,
+                problems,
+                samples_total: problems * n,
+                samples_done: r.get::<_, i64>(7)? as usize,
+                has_key: r.get::<_, i64>(8)? > 0,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    pub fn job(&self, id: JobId) -> Result<JobSummary> {
+        self.jobs()?.into_iter().find(|j| j.id == id).ok_or(StoreError::NoJob(id))
+    }
+
+    pub fn delete_job(&self, id: JobId) -> Result<()> {
+        self.conn.execute("DELETE FROM samples WHERE job_id = ?1", [id])?;
+        self.conn.execute("DELETE FROM jobs WHERE id = ?1", [id])?;
+        Ok(())
+    }
+}

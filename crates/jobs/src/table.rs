@@ -1,0 +1,106 @@
+//! Tables of questions: CSV, TSV and the first sheet of an .xlsx workbook. Columns are found by
+//! header (English or Chinese), or by position in header-less files.
+
+use crate::reader::{role_of_header, Columns, Problem, ReadError, Role, Warning};
+use std::path::Path;
+
+/// A row of cells and the line (or spreadsheet row) it came from.
+pub(crate) type Row = (usize, Vec<String>);
+
+pub(crate) fn delimited_rows(path: &Path, text: &str, delim: u8) -> Result<Vec<Row>, ReadError> {
+    let mut rdr = csv::ReaderBuilder::new().delimiter(delim).has_headers(false).flexible(true).from_reader(text.as_bytes());
+    let mut rows = Vec::new();
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| ReadError::Parse {
+            path: path.into(),
+            line: e.position().map_or(0, |p| p.line() as usize),
+            message: e.to_string(),
+        })?;
+        let line = rec.position().map_or(0, |p| p.line() as usize);
+        rows.push((line, rec.iter().map(|c| c.to_string()).collect()));
+    }
+    Ok(rows)
+}
+
+pub(crate) fn xlsx_rows(path: &Path, bytes: &[u8]) -> Result<Vec<Row>, ReadError> {
+    use calamine::{Reader, Xlsx};
+    let bad = |message: String| ReadError::Parse { path: path.into(), line: 0, message };
+    let mut wb: Xlsx<_> = Xlsx::new(std::io::Cursor::new(bytes)).map_err(|e| bad(format!("not a readable .xlsx workbook: {e}")))?;
+    let range = wb
+        .worksheet_range_at(0)
+        .ok_or_else(|| bad("the workbook has no sheets".into()))?
+        .map_err(|e| bad(e.to_string()))?;
+    let first_row = range.start().map_or(0, |(r, _)| r as usize);
+    Ok(range
+        .rows()
+        .enumerate()
+        .map(|(i, r)| (first_row + i + 1, r.iter().map(cell_text).collect()))
+        .collect())
+}
+
+fn cell_text(c: &calamine::Data) -> String {
+    use calamine::Data;
+    match c {
+        Data::Empty => String::new(),
+        Data::String(s) => s.clone(),
+        // Whole numbers as integers: a key of 18 must not read "18.0".
+        Data::Float(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", *f as i64),
+        Data::Float(f) => f.to_string(),
+        Data::Int(i) => i.to_string(),
+        Data::Bool(b) => b.to_string(),
+        other => other.to_string(),
+    }
+}
+
+pub(crate) fn problems_from_rows(
+    path: &Path,
+    rows: Vec<Row>,
+    warnings: &mut Vec<Warning>,
+) -> Result<(Vec<Problem>, Columns), ReadError> {
+    let mut rows = rows.into_iter().filter(|(_, r)| r.iter().any(|c| !c.trim().is_empty())).peekable();
+    let Some((_, first)) = rows.peek().cloned() else {
+        return Err(ReadError::Empty { path: path.into() });
+    };
+    let roles: Vec<Option<Role>> = first.iter().map(|h| role_of_header(h)).collect();
+    let has_header = roles.iter().any(|r| r.is_some());
+    let (q, k, id, names) = if has_header {
+        rows.next();
+        let find = |role| roles.iter().position(|r| *r == Some(role));
+        let Some(q) = find(Role::Question) else {
+            return Err(ReadError::NoQuestionColumn { path: path.into(), headers: first.join(", ") });
+        };
+        (q, find(Role::Key), find(Role::Id), first.iter().map(|h| h.trim().to_string()).collect::<Vec<_>>())
+    } else {
+        // Header-less: question[, answer] — or id, question, answer when the first column
+        // holds small integers.
+        let width = first.len();
+        let numeric_first = width >= 3 && first[0].trim().parse::<u64>().is_ok();
+        let (q, k, id) = if numeric_first { (1, Some(2), Some(0)) } else { (0, (width >= 2).then_some(1), None) };
+        let names = (1..=width).map(|i| format!("column {i}")).collect();
+        (q, k, id, names)
+    };
+    let columns = Columns {
+        question: names.get(q).cloned(),
+        key: k.and_then(|k| names.get(k).cloned()),
+        id: id.and_then(|i| names.get(i).cloned()),
+        extra: (0..names.len()).filter(|i| Some(*i) != k && Some(*i) != id && *i != q).map(|i| names[i].clone()).collect(),
+    };
+    let id_col = id;
+    let mut problems = Vec::new();
+    for (line, row) in rows {
+        let cell = |i: usize| row.get(i).map(|s| s.trim().to_string()).unwrap_or_default();
+        let question = cell(q);
+        if question.is_empty() {
+            warnings.push(Warning { line, message: "empty question; row skipped".into() });
+            continue;
+        }
+        let id = id_col.map(cell).filter(|s| !s.is_empty()).unwrap_or_else(|| (problems.len() + 1).to_string());
+        let key = k.map(cell).filter(|s| !s.is_empty());
+        let extra = (0..names.len().max(row.len()))
+            .filter(|i| *i != q && Some(*i) != k && Some(*i) != id_col)
+            .map(|i| (names.get(i).cloned().unwrap_or_else(|| format!("column {}", i + 1)), cell(i)))
+            .collect();
+        problems.push(Problem { id, question, key, extra, line });
+    }
+    Ok((problems, columns))
+}
