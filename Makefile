@@ -5,7 +5,7 @@ CARGO ?= cargo
 export PONDER_TEST_MODELS ?= $(HOME)/.cache/ponder/test-models
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: run test setup setup-run ui app build test-rust test-ui test-browser test-e2e clean
+.PHONY: run test setup setup-run ui app build test-rust test-ui test-browser test-e2e fuzz bench clean
 
 run: setup-run build
 	$(TARGET_DIR)/release/ponder-app
@@ -37,6 +37,19 @@ test-browser: ui
 
 test-e2e:
 	node --test --test-concurrency=1 tests/e2e/
+
+# Coverage-guided fuzzing of the question-file readers and the answer checker (not part of
+# `make test`, which replays the corpus and mutations of it in crates/jobs/tests/fuzz_smoke.rs).
+FUZZ_SECONDS ?= 60
+fuzz:
+	@command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+	cd fuzz && for t in read_file equivalence; do \
+	  RUSTC_BOOTSTRAP=1 cargo fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) || exit 1; done
+
+# Engine speed on the 1.5B test model with 2 threads (medians of 3 runs), as JSON.
+bench: setup
+	$(CARGO) build --release -p ponder-cli
+	$(TARGET_DIR)/release/ponder --threads 2 --model $(PONDER_TEST_MODELS)/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf bench --json
 
 clean:
 	$(CARGO) clean

@@ -26,7 +26,7 @@ fi
 # The Python package the server tests drive Ponder with.
 if ! python3 -c "import openai" >/dev/null 2>&1; then
   echo "setup: installing the openai Python package"
-  python3 -m pip install -q --disable-pip-version-check "openai==1.*" || true
+  python3 -m pip install -q --disable-pip-version-check "openai==1.109.1"
 fi
 
 bash scripts/fetch-test-models.sh

@@ -28,6 +28,8 @@ enum Command {
     Bench(commands::bench::Args),
     /// Answer a file of questions (and validate its answer key, if it has one).
     Run(commands::run::Args),
+    /// Serve an OpenAI-compatible API on this computer.
+    Serve(commands::serve::Args),
     /// Compare a key and an answer the way job verdicts do.
     Check(commands::check::Args),
     /// The model cache: list, download the default model, show paths.
@@ -48,6 +50,7 @@ fn main() {
         Command::Bench(args) => commands::bench::run(args, cli.model, threads).map(|_| 0),
         Command::Models(cmd) => commands::models::run(cmd, cli.model).map(|_| 0),
         Command::Check(args) => commands::check::run(args),
+        Command::Serve(args) => commands::serve::run(args, cli.model, threads).map(|_| 0),
         Command::Run(args) => {
             // Ctrl-C pauses the job: what finished is saved, and a rerun resumes.
             let control = ponder_jobs::runner::JobControl::default();

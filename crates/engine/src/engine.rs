@@ -169,7 +169,10 @@ impl Engine {
     }
 
     pub fn stats(&self) -> EngineStats {
-        self.shared.stats.lock().map(|s| s.clone()).unwrap_or_default()
+        let mut s = self.shared.stats.lock().map(|s| s.clone()).unwrap_or_default();
+        // Requests still in the channel wait too (the engine takes them between steps).
+        s.waiting += self.tx.len();
+        s
     }
 
     /// Renders a prompt exactly as a request would see it.
@@ -263,6 +266,7 @@ struct Worker {
 
 impl Worker {
     fn run(mut self) {
+        self.warm_up();
         loop {
             // Idle: sleep until work arrives. Busy: take what has arrived and keep stepping.
             if self.sched.is_idle() {
@@ -287,6 +291,16 @@ impl Worker {
             self.step();
             self.publish_stats();
         }
+    }
+
+    /// One token through the model before serving: the first matmul of each weight repacks it
+    /// for the CPU's kernels, which would otherwise land on the first user's request.
+    fn warm_up(&mut self) {
+        let t = Instant::now();
+        let mut cache = self.model.new_cache();
+        let token = self.close.first().copied().unwrap_or(0);
+        let _ = self.model.forward(&mut [StepInput { tokens: &[token, token], cache: &mut cache, want_logits: true }]);
+        tracing::debug!("warm-up took {:?}", t.elapsed());
     }
 
     fn shutdown(&mut self) {

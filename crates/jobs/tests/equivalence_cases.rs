@@ -1,22 +1,13 @@
 //! The 192 (gold, pred, equal) cases from Math-Verify 0.9.0's own test suite, shared in
-//! `../shared/data/`. At least 90% must agree; the misses are listed when the test runs.
+//! `tests/data/`. At least 90% must agree; the misses are listed when the test runs.
 
 use std::path::PathBuf;
 
 fn cases_file() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let candidates = [
-        std::env::var_os("PONDER_SHARED_DATA").map(PathBuf::from),
-        Some(root.join("../shared/data")),
-        Some(root.join("tests/data")),
-    ];
-    for c in candidates.into_iter().flatten() {
-        let f = c.join("answer-equivalence-cases.jsonl");
-        if f.exists() {
-            return f;
-        }
-    }
-    panic!("answer-equivalence-cases.jsonl not found (looked in ../shared/data and tests/data)");
+    let f = root.join("tests/data/answer-equivalence-cases.jsonl");
+    assert!(f.exists(), "{} is missing", f.display());
+    f
 }
 
 #[test]

@@ -15,7 +15,7 @@ fn write(d: &Path, name: &str, bytes: &[u8]) -> PathBuf {
 
 /// The first problems of the shared GSM8K sample, as (id, question, answer).
 fn gsm8k(n: usize) -> Vec<(String, String, String)> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/gsm8k-sample-200.jsonl");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/gsm8k-sample-200.jsonl");
     let text = std::fs::read_to_string(&root).unwrap_or_else(|e| panic!("{}: {e}", root.display()));
     text.lines()
         .take(n)

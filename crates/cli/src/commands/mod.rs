@@ -3,3 +3,4 @@ pub mod chat;
 pub mod check;
 pub mod models;
 pub mod run;
+pub mod serve;

@@ -1,0 +1,41 @@
+use anyhow::Result;
+use ponder_engine::{Engine, EngineConfig, LoadOptions};
+use ponder_server::ServerConfig;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Address to listen on; anything but loopback needs --api-key.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: IpAddr,
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// Require `Authorization: Bearer KEY`.
+    #[arg(long, env = "PONDER_API_KEY")]
+    api_key: Option<String>,
+    /// Sequences generated at once.
+    #[arg(long, default_value_t = 8)]
+    max_seqs: usize,
+    /// Requests that may wait for a slot; more are refused with 503.
+    #[arg(long, default_value_t = 64)]
+    max_waiting: usize,
+    /// Context length to allocate for (tokens).
+    #[arg(long, default_value_t = 8192)]
+    context: usize,
+}
+
+pub fn run(args: Args, model: Option<PathBuf>, _threads: usize) -> Result<()> {
+    let mut config = ServerConfig::new(SocketAddr::new(args.host, args.port), "");
+    config.api_key = args.api_key;
+    config.max_waiting = args.max_waiting;
+    config.validate().map_err(anyhow::Error::msg)?;
+    let path = crate::model_arg::resolve(model)?;
+    let loaded = ponder_engine::load(&path, &LoadOptions { max_context: Some(args.context) })?;
+    config.model_name = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+    let engine = Arc::new(Engine::start(loaded, EngineConfig { max_seqs: args.max_seqs, ..Default::default() })?);
+    eprintln!("ponder: serving {} on http://{}/v1", config.model_name, config.addr);
+    ponder_server::serve_blocking(engine, config)?;
+    Ok(())
+}

@@ -1,0 +1,98 @@
+//! `ponder serve` on the real 0.5B model (with the DeepSeek-R1 template, so answers come with
+//! reasoning), driven by the official `openai` Python package.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn r1_model(dir: &std::path::Path) -> PathBuf {
+    let models = std::env::var_os("PONDER_TEST_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ponder/test-models"));
+    let src = models.join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
+    assert!(src.exists(), "test model {} is missing: run scripts/fetch-test-models.sh", src.display());
+    let template = include_str!("../../engine/tests/fixtures/deepseek-r1-distill-qwen.jinja");
+    let dst = dir.join("r1-0.5b.gguf");
+    ponder_engine::gguf_edit::rewrite_metadata(&src, &dst, |md| {
+        md.insert("tokenizer.chat_template".into(), candle_core::quantized::gguf_file::Value::String(template.into()));
+    })
+    .unwrap();
+    dst
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start(model: &std::path::Path, args: &[&str]) -> (Server, u16) {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new(env!("CARGO_BIN_EXE_ponder"))
+        .arg("--model")
+        .arg(model)
+        .args(["--threads", "2", "serve", "--port", &port.to_string(), "--context", "4096"])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let server = Server(child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "server did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (server, port)
+}
+
+#[test]
+fn openai_python_client_against_ponder_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = r1_model(dir.path());
+    let (_server, port) = start(&model, &["--api-key", "sekrit"]);
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/openai_client.py");
+    let out = Command::new("python3").arg(&script).arg(format!("http://127.0.0.1:{port}/v1")).arg("sekrit").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("passed, 0 failed"), "{stdout}");
+}
+
+#[test]
+fn queue_full_is_503_and_public_address_needs_a_key() {
+    let out = Command::new(env!("CARGO_BIN_EXE_ponder"))
+        .args(["serve", "--host", "0.0.0.0", "--model", "/nonexistent.gguf"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("refusing to listen on 0.0.0.0 without --api-key"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let model = r1_model(dir.path());
+    let (_server, port) = start(&model, &["--max-seqs", "1", "--max-waiting", "1"]);
+    let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
+    let body = r#"{"messages":[{"role":"user","content":"Tell me a long story."}],"max_tokens":400,"stream":true}"#;
+    // One runs, one waits, the next is turned away.
+    let post = |b: &str| {
+        Command::new("curl").args(["-s", "-N", "-o", "/dev/null", "-w", "%{http_code}", "-H", "content-type: application/json", "-d", b, &url]).spawn().unwrap()
+    };
+    let a = post(body);
+    std::thread::sleep(Duration::from_millis(1500));
+    let b = post(body);
+    std::thread::sleep(Duration::from_millis(1500));
+    let c = Command::new("curl")
+        .args(["-s", "-H", "content-type: application/json", "-d", body, "-w", "\n%{http_code}", &url])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&c.stdout);
+    assert!(text.trim_end().ends_with("503"), "{text}");
+    assert!(text.contains("\"type\":\"server_busy\""), "{text}");
+    for mut p in [a, b] {
+        let _ = p.kill();
+        let _ = p.wait();
+    }
+}

@@ -1,0 +1,121 @@
+//! The job runner on the real engine and 0.5B model: pause, resume, cancel, progress, and a
+//! keyed set through to its report.
+
+use ponder_engine::{Engine, EngineConfig, LoadOptions};
+use ponder_jobs::backend::LocalBackend;
+use ponder_jobs::reader::Problem;
+use ponder_jobs::runner::{run_job, JobControl, JobEvent};
+use ponder_jobs::{report, JobOptions, JobState, Store};
+use std::path::PathBuf;
+
+fn engine() -> Engine {
+    ponder_engine::set_threads(2);
+    let dir = std::env::var_os("PONDER_TEST_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ponder/test-models"));
+    let p = dir.join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
+    assert!(p.exists(), "test model {} is missing: run scripts/fetch-test-models.sh", p.display());
+    Engine::start(ponder_engine::load(&p, &LoadOptions { max_context: Some(2048) }).unwrap(), EngineConfig::default()).unwrap()
+}
+
+fn problems(n: usize) -> Vec<Problem> {
+    (0..n)
+        .map(|i| Problem {
+            id: format!("q{i}"),
+            question: format!("What is {i} times 3? Answer with the number only."),
+            key: Some((i * 3).to_string()),
+            extra: vec![],
+            line: i + 2,
+        })
+        .collect()
+}
+
+fn opts() -> JobOptions {
+    JobOptions { samples: 2, max_tokens: 24, temperature: 0.0, math_instruction: false, ..Default::default() }
+}
+
+#[test]
+fn pause_resume_and_cancel() {
+    let e = engine();
+    let backend = LocalBackend { engine: &e, max_seqs: 4 };
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("jobs.sqlite")).unwrap();
+    let job = store.create_job("t", "test", &opts(), &problems(5)).unwrap();
+    assert_eq!(store.pending(job).unwrap().len(), 10);
+
+    // Pause as soon as the first sample is saved.
+    let control = JobControl::default();
+    let mut progress = Vec::new();
+    let state = run_job(&store, job, &backend, &control, |ev| {
+        if let JobEvent::Progress(p) = ev {
+            progress.push(p);
+            control.pause();
+        }
+    })
+    .unwrap();
+    assert_eq!(state, JobState::Paused);
+    assert_eq!(store.job(job).unwrap().state, JobState::Paused);
+    let done_at_pause = store.samples(job).unwrap().len();
+    assert!(done_at_pause >= 1 && done_at_pause < 10, "{done_at_pause}");
+    assert_eq!(progress[0].total, 10);
+    assert_eq!(progress[0].done, 1);
+
+    // Resume to the end: every sample once.
+    let mut last = None;
+    let state = run_job(&store, job, &backend, &JobControl::default(), |ev| {
+        if let JobEvent::Progress(p) = ev {
+            last = Some(p);
+        }
+    })
+    .unwrap();
+    assert_eq!(state, JobState::Done);
+    let last = last.unwrap();
+    assert_eq!((last.done, last.total), (10, 10));
+    assert!(last.tokens_per_second > 0.0);
+    assert_eq!(store.samples(job).unwrap().len(), 10);
+    assert!(store.pending(job).unwrap().is_empty());
+    let rows = report::rows(&store, job).unwrap();
+    assert_eq!(rows.len(), 5);
+    assert!(rows.iter().all(|r| r.samples.len() == 2));
+
+    // Cancel: the job stops and says so.
+    let job2 = store.create_job("t2", "test", &opts(), &problems(3)).unwrap();
+    let control = JobControl::default();
+    control.cancel();
+    let state = run_job(&store, job2, &backend, &control, |_| {}).unwrap();
+    assert_eq!(state, JobState::Cancelled);
+    assert_eq!(store.job(job2).unwrap().state, JobState::Cancelled);
+    assert_eq!(store.pending(job2).unwrap().len(), 6);
+}
+
+#[test]
+fn reports_in_three_formats() {
+    let e = engine();
+    let backend = LocalBackend { engine: &e, max_seqs: 4 };
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("jobs.sqlite")).unwrap();
+    let mut ps = problems(3);
+    ps[0].extra = vec![("topic".into(), "times tables".into())];
+    ps[1].extra = vec![("topic".into(), "times tables".into())];
+    ps[2].extra = vec![("topic".into(), "times tables".into())];
+    ps[2].key = Some("999".into()); // a wrong key: greedy samples agree, so it is disputed
+    let job = store.create_job("t", "test", &opts(), &ps).unwrap();
+    assert_eq!(run_job(&store, job, &backend, &JobControl::default(), |_| {}).unwrap(), JobState::Done);
+    let rows = report::rows(&store, job).unwrap();
+    assert_eq!(rows[2].verdict, ponder_jobs::Verdict::Disputed, "{:?}", rows[2]);
+
+    let jsonl = report::to_jsonl(&rows);
+    let first: serde_json::Value = serde_json::from_str(jsonl.lines().next().unwrap()).unwrap();
+    for f in ["id", "question", "key", "majority", "agreement", "verdict", "samples", "topic"] {
+        assert!(first.get(f).is_some(), "JSONL field {f}");
+    }
+    let csv = report::to_csv(&rows);
+    let mut r = csv::Reader::from_reader(csv.as_bytes());
+    assert_eq!(r.headers().unwrap().iter().collect::<Vec<_>>(), ["id", "question", "key", "majority", "agreement", "verdict", "answers", "topic"]);
+    assert_eq!(r.records().count(), 3);
+    let md = report::to_markdown("Check", &rows);
+    let disputed_at = md.find("| q2 | disputed").unwrap();
+    let first_row = md.find("| q0 |").unwrap();
+    assert!(disputed_at < first_row, "disputed problems come first:\n{md}");
+    assert!(md.contains("| disputed | 1 |"));
+}

@@ -1,0 +1,59 @@
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// An error in OpenAI's shape: `{"error": {"message", "type", "param", "code"}}`.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub kind: &'static str,
+    pub message: String,
+    pub param: Option<String>,
+}
+
+impl ApiError {
+    pub fn bad_request(message: impl Into<String>, param: Option<&str>) -> Self {
+        Self { status: StatusCode::BAD_REQUEST, kind: "invalid_request_error", message: message.into(), param: param.map(String::from) }
+    }
+    pub fn unauthorized() -> Self {
+        Self {
+            status: StatusCode::UNAUTHORIZED,
+            kind: "authentication_error",
+            message: "invalid or missing API key (send Authorization: Bearer KEY)".into(),
+            param: None,
+        }
+    }
+    pub fn busy(waiting: usize) -> Self {
+        Self {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            kind: "server_busy",
+            message: format!("the engine is busy ({waiting} requests waiting); retry later"),
+            param: None,
+        }
+    }
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self { status: StatusCode::NOT_FOUND, kind: "invalid_request_error", message: message.into(), param: None }
+    }
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self { status: StatusCode::INTERNAL_SERVER_ERROR, kind: "server_error", message: message.into(), param: None }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {"message": self.message, "type": self.kind, "param": self.param, "code": null}});
+        (self.status, axum::Json(body)).into_response()
+    }
+}
+
+impl From<ponder_engine::EngineError> for ApiError {
+    fn from(e: ponder_engine::EngineError) -> Self {
+        use ponder_engine::EngineError as E;
+        match e {
+            E::ContextOverflow { .. } => ApiError::bad_request(e.to_string(), Some("max_tokens")),
+            E::InvalidRequest(_) | E::Template(_) | E::Tokenizer(_) => ApiError::bad_request(e.to_string(), None),
+            other => ApiError::internal(other.to_string()),
+        }
+    }
+}
