@@ -700,7 +700,13 @@ fn collapse_escaped_commands(s: &str) -> String {
     let chars: Vec<char> = s.chars().collect();
     let mut i = 0;
     while i < chars.len() {
-        if chars[i] == '\\' && chars.get(i + 1) == Some(&'\\') && chars.get(i + 2).is_some_and(|c| c.is_ascii_alphabetic()) {
+        // Exactly two backslashes: `\\\end` is a row break and then `\end`.
+        let run_start = i == 0 || chars[i - 1] != '\\';
+        if run_start
+            && chars[i] == '\\'
+            && chars.get(i + 1) == Some(&'\\')
+            && chars.get(i + 2).is_some_and(|c| c.is_ascii_alphabetic())
+        {
             i += 1;
             continue;
         }
