@@ -2,6 +2,7 @@
 //! crates; errors are one clear line and an exit code, never a backtrace.
 
 mod commands;
+mod config;
 mod model_arg;
 
 use clap::{Parser, Subcommand};
@@ -16,6 +17,10 @@ struct Cli {
     /// CPU threads for inference (default: all cores).
     #[arg(long, global = true)]
     threads: Option<usize>,
+    /// Settings file (default: config.toml in the platform config directory, e.g.
+    /// ~/.config/ponder/config.toml).
+    #[arg(long, global = true, env = "PONDER_CONFIG")]
+    config: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -42,15 +47,26 @@ fn main() {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("PONDER_LOG").unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
-    let threads = cli.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let mut cli = Cli::parse();
+    let config = match config::load(cli.config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ponder: {e:#}");
+            std::process::exit(2);
+        }
+    };
+    cli.model = cli.model.or(config.model.clone());
+    let threads = cli
+        .threads
+        .or(config.threads)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     ponder_engine::set_threads(threads);
     let result = match cli.command {
         Command::Chat(args) => commands::chat::run(args, cli.model, threads).map(|_| 0),
         Command::Bench(args) => commands::bench::run(args, cli.model, threads).map(|_| 0),
         Command::Models(cmd) => commands::models::run(cmd, cli.model).map(|_| 0),
         Command::Check(args) => commands::check::run(args),
-        Command::Serve(args) => commands::serve::run(args, cli.model, threads).map(|_| 0),
+        Command::Serve(args) => commands::serve::run(args, &config.serve, cli.model, threads).map(|_| 0),
         Command::Run(args) => {
             // Ctrl-C pauses the job: what finished is saved, and a rerun resumes.
             let control = ponder_jobs::runner::JobControl::default();

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 fn ponder() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_ponder"));
-    c.env_remove("PONDER_MODEL").env("PONDER_LOG", "warn");
+    // Never a config file of the machine running the tests.
+    c.env_remove("PONDER_MODEL").env("PONDER_LOG", "warn").env("PONDER_CONFIG", "/nonexistent/ponder-config.toml");
     c
 }
 
@@ -163,4 +164,20 @@ fn run_survives_sigkill_and_resumes_without_losing_or_repeating_samples() {
     if confirmed > 0 {
         assert!(md.contains(&format!("| confirmed | {confirmed} |")), "{md}");
     }
+}
+
+#[test]
+fn config_file_gives_defaults_and_flags_win() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = d.path().join("config.toml");
+    std::fs::write(&cfg, "model = \"/models/from-config.gguf\"\nthreads = 1\n[serve]\nport = 9\n").unwrap();
+    let out = ponder().arg("--config").arg(&cfg).args(["models", "path"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "/models/from-config.gguf");
+    let out = ponder().arg("--config").arg(&cfg).args(["--model", "/flag.gguf", "models", "path"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "/flag.gguf");
+    std::fs::write(&cfg, "modle = 1\n").unwrap();
+    let out = ponder().arg("--config").arg(&cfg).args(["models", "path"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with(&format!("ponder: {}", cfg.display())) && err.contains("unknown field `modle`"), "{err}");
 }

@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Address to listen on; anything but loopback needs --api-key.
-    #[arg(long, default_value = "127.0.0.1")]
-    host: IpAddr,
-    #[arg(long, default_value_t = 8080)]
-    port: u16,
+    /// Address to listen on (default 127.0.0.1); anything but loopback needs --api-key.
+    #[arg(long)]
+    host: Option<IpAddr>,
+    /// Port (default 8080).
+    #[arg(long)]
+    port: Option<u16>,
     /// Require `Authorization: Bearer KEY`.
     #[arg(long, env = "PONDER_API_KEY")]
     api_key: Option<String>,
@@ -26,9 +27,11 @@ pub struct Args {
     context: usize,
 }
 
-pub fn run(args: Args, model: Option<PathBuf>, _threads: usize) -> Result<()> {
-    let mut config = ServerConfig::new(SocketAddr::new(args.host, args.port), "");
-    config.api_key = args.api_key;
+pub fn run(args: Args, defaults: &crate::config::ServeConfig, model: Option<PathBuf>, _threads: usize) -> Result<()> {
+    let host = args.host.or(defaults.host).unwrap_or(IpAddr::from([127, 0, 0, 1]));
+    let port = args.port.or(defaults.port).unwrap_or(8080);
+    let mut config = ServerConfig::new(SocketAddr::new(host, port), "");
+    config.api_key = args.api_key.or_else(|| defaults.api_key.clone());
     config.max_waiting = args.max_waiting;
     config.validate().map_err(anyhow::Error::msg)?;
     let path = crate::model_arg::resolve(model)?;
