@@ -89,6 +89,63 @@ pub fn read_gguf_header(path: &Path) -> Result<(gguf_file::Content, u64)> {
     Ok((ct, size))
 }
 
+/// What a GGUF file holds, from its header alone (no weights are read): for showing a model
+/// before loading it.
+pub fn inspect(path: &Path) -> Result<ModelInfo> {
+    if !path.exists() {
+        return Err(EngineError::ModelNotFound(path.to_path_buf()));
+    }
+    if path.is_dir() {
+        let cfg_path = path.join("config.json");
+        let text = std::fs::read_to_string(&cfg_path).map_err(|source| EngineError::Io { path: cfg_path.clone(), source })?;
+        let cfg: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| EngineError::BadModel { path: cfg_path, detail: e.to_string() })?;
+        let size = std::fs::read_dir(path)
+            .map(|d| d.filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum())
+            .unwrap_or(0);
+        let template = std::fs::read_to_string(path.join("tokenizer_config.json")).unwrap_or_default();
+        return Ok(ModelInfo {
+            name: path.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+            path: path.to_path_buf(),
+            architecture: cfg["model_type"].as_str().unwrap_or_default().to_string(),
+            quantization: cfg["torch_dtype"].as_str().unwrap_or("f32").to_string(),
+            file_size: size,
+            context_length: cfg["max_position_embeddings"].as_u64().unwrap_or(0) as usize,
+            parameters: 0,
+            reasoning: template.contains("</think>"),
+        });
+    }
+    let (ct, size) = read_gguf_header(path)?;
+    Ok(gguf_info(path, &ct, size))
+}
+
+fn gguf_info(path: &Path, ct: &gguf_file::Content, size: u64) -> ModelInfo {
+    let md = |key: &str| ct.metadata.get(key).and_then(|v| v.to_string().ok()).cloned();
+    let mut counts = std::collections::HashMap::<String, u64>::new();
+    let mut params = 0u64;
+    for info in ct.tensor_infos.values() {
+        let n = info.shape.elem_count() as u64;
+        params += n;
+        *counts.entry(format!("{:?}", info.ggml_dtype)).or_default() += n;
+    }
+    let architecture = md("general.architecture").unwrap_or_default();
+    let context_length = ct
+        .metadata
+        .get(&format!("{architecture}.context_length"))
+        .and_then(|v| v.to_u32().ok())
+        .unwrap_or(0) as usize;
+    ModelInfo {
+        name: md("general.name").unwrap_or_else(|| path.file_stem().unwrap_or_default().to_string_lossy().into_owned()),
+        path: path.to_path_buf(),
+        architecture,
+        quantization: counts.into_iter().max_by_key(|(_, n)| *n).map(|(k, _)| k).unwrap_or_default(),
+        file_size: size,
+        context_length,
+        parameters: params,
+        reasoning: md("tokenizer.chat_template").is_some_and(|t| t.contains("</think>")),
+    }
+}
+
 fn load_gguf(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
     let (ct, size) = read_gguf_header(path)?;
     let md = |key: &str| ct.metadata.get(key);
@@ -144,28 +201,7 @@ fn load_gguf(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
     let model = Qwen2::from_gguf(&ct, &mut cursor, config.clone(), &Device::Cpu)
         .map_err(|e| EngineError::BadModel { path: path.into(), detail: e.to_string() })?;
 
-    let mut counts = std::collections::HashMap::<String, u64>::new();
-    let mut params = 0u64;
-    for info in ct.tensor_infos.values() {
-        let n = info.shape.elem_count() as u64;
-        params += n;
-        *counts.entry(format!("{:?}", info.ggml_dtype)).or_default() += n;
-    }
-    let quantization = counts.into_iter().max_by_key(|(_, n)| *n).map(|(k, _)| k).unwrap_or_default();
-    let name = md("general.name")
-        .and_then(|v| v.to_string().ok())
-        .cloned()
-        .unwrap_or_else(|| path.file_stem().unwrap_or_default().to_string_lossy().into_owned());
-    let info = ModelInfo {
-        name,
-        path: path.to_path_buf(),
-        architecture: arch,
-        quantization,
-        file_size: size,
-        context_length: config.context_length,
-        parameters: params,
-        reasoning: template.is_reasoning(),
-    };
+    let info = ModelInfo { context_length: config.context_length, ..gguf_info(path, &ct, size) };
     Ok(LoadedModel { model, tokenizer, template, info })
 }
 

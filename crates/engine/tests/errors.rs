@@ -97,3 +97,13 @@ fn broken_chat_template() {
     let err = engine.submit(ponder_engine::GenerateRequest::chat(vec![ponder_engine::Message::user("hi")])).err().unwrap();
     assert!(err.to_string().contains("first message must be system"), "{err}");
 }
+
+#[test]
+fn inspect_reads_the_header_only() {
+    let info = ponder_engine::model::inspect(&common::model(common::SMALL)).unwrap();
+    assert_eq!(info.architecture, "qwen2");
+    assert_eq!(info.context_length, 32768);
+    assert!(info.parameters > 400_000_000 && info.parameters < 700_000_000, "{info:?}");
+    assert!(!info.reasoning);
+    assert!(matches!(ponder_engine::model::inspect(Path::new("/nonexistent.gguf")), Err(EngineError::ModelNotFound(_))));
+}

@@ -27,9 +27,25 @@ test('first run: without a model the app offers the download and a local file', 
 
 test('with a model the app opens the workbench', async () => {
   const page = await browser.newPage();
-  await mockIpc(page, { model_status: { state: 'ready', path: '/models/x.gguf' } });
+  await mockIpc(page, { model_status: { state: 'ready', info: {
+    name: 'Tiny R1', path: '/models/x.gguf', architecture: 'qwen2', quantization: 'Q4K',
+    file_size: 1117320768, context_length: 131072, parameters: 1777088000, reasoning: true } } });
   await page.goto(server.url);
   await page.getByTestId('workbench').waitFor();
-  assert.match(await page.getByTestId('workbench').textContent(), /x\.gguf/);
+  const card = await page.getByTestId('model-card').textContent();
+  assert.match(card, /Tiny R1/);
+  assert.match(card, /qwen2 · reasoning/);
+  assert.match(card, /Q4K · 1\.8B parameters/);
+  assert.match(card, /1\.12 GB/);
+  assert.match(card, /131,072 tokens/);
+  await page.close();
+});
+
+test('a broken configured model shows why, on the first-run screen', async () => {
+  const page = await browser.newPage();
+  await mockIpc(page, { model_status: { state: 'invalid', path: '/m/bad.gguf', error: 'not a GGUF file', default_model: 'D' } });
+  await page.goto(server.url);
+  await page.getByTestId('first-run').waitFor();
+  assert.equal(await page.getByTestId('model-problem').textContent(), '/m/bad.gguf: not a GGUF file');
   await page.close();
 });

@@ -11,8 +11,10 @@ use std::path::PathBuf;
 pub enum ModelStatus {
     /// No usable model yet: the first-run screen offers a download or a local file.
     Missing { default_model: String },
-    /// A model file or folder is configured and present.
-    Ready { path: String },
+    /// A model file or folder is configured, present and readable.
+    Ready { info: ponder_engine::ModelInfo },
+    /// A model is configured but cannot be used: the first-run screen says why.
+    Invalid { path: String, error: String, default_model: String },
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -41,11 +43,14 @@ impl ModelState {
         let configured = std::env::var_os("PONDER_MODEL")
             .map(PathBuf::from)
             .or_else(|| self.settings().model_path);
+        let configured = configured.filter(|p| !p.as_os_str().is_empty()).or_else(ponder_engine::download::cached_default_model);
+        let default_model = ponder_engine::download::DEFAULT_DISPLAY_NAME.to_string();
         match configured {
-            Some(path) if path.exists() => ModelStatus::Ready { path: path.display().to_string() },
-            _ => ModelStatus::Missing { default_model: DEFAULT_MODEL_NAME.to_string() },
+            None => ModelStatus::Missing { default_model },
+            Some(path) => match ponder_engine::model::inspect(&path) {
+                Ok(info) => ModelStatus::Ready { info },
+                Err(e) => ModelStatus::Invalid { path: path.display().to_string(), error: e.to_string(), default_model },
+            },
         }
     }
 }
-
-pub const DEFAULT_MODEL_NAME: &str = "DeepSeek-R1-Distill-Qwen-1.5B (Q4_K_M, 1.1 GB)";
