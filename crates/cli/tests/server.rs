@@ -74,8 +74,10 @@ fn queue_full_is_503_and_public_address_needs_a_key() {
     let dir = tempfile::tempdir().unwrap();
     let model = r1_model(dir.path());
     let (_server, port) = start(&model, &["--max-seqs", "1", "--max-waiting", "1"]);
-    let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
-    let body = r#"{"messages":[{"role":"user","content":"Tell me a long story."}],"max_tokens":400,"stream":true}"#;
+    // Raw completions that cannot end early (no loop cut, no end-of-sequence): the first runs,
+    // the second waits, whatever the speed of the machine.
+    let url = format!("http://127.0.0.1:{port}/v1/completions");
+    let body = r#"{"prompt":"Once upon a time","max_tokens":3000,"ignore_eos":true,"stream":true}"#;
     // One runs, one waits, the next is turned away.
     let post = |b: &str| {
         Command::new("curl").args(["-s", "-N", "-o", "/dev/null", "-w", "%{http_code}", "-H", "content-type: application/json", "-d", b, &url]).spawn().unwrap()

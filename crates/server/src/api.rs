@@ -73,6 +73,9 @@ pub struct CompletionRequest {
     pub max_tokens: Option<usize>,
     pub stop: Option<Stop>,
     pub seed: Option<u64>,
+    /// As in vLLM: keep generating past end-of-sequence (fixed-length benchmarks and tests).
+    #[serde(default)]
+    pub ignore_eos: bool,
 }
 
 #[derive(Debug, Serialize)]

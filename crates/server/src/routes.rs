@@ -224,6 +224,7 @@ async fn completions(State(state): State<Arc<AppState>>, ApiJson(req): ApiJson<C
         n,
         priority: Priority::Interactive,
         detect_loops: false,
+        ignore_eos: req.ignore_eos,
         ..GenerateRequest { prompt: Prompt::Text(prompt), ..GenerateRequest::text("") }
     };
     let handle = state.engine.submit(gen)?;
