@@ -183,8 +183,7 @@ fn eq(g: &Expr, p: &Expr) -> bool {
         (Expr::Percent(a), b) => eq(a, b) || scalar_eq(g, b),
         (a, Expr::Percent(b)) => eq(a, b),
         (Expr::PlusMinus(..), _) | (_, Expr::PlusMinus(..)) => unordered_eq(&expand_pm(g), &expand_pm(p)),
-        (Expr::Set(a), _) | (_, Expr::Set(a)) if items(g).is_some() && items(p).is_some() => {
-            let _ = a;
+        (Expr::Set(_), _) | (_, Expr::Set(_)) if items(g).is_some() && items(p).is_some() => {
             unordered_eq(items(g).unwrap(), items(p).unwrap())
         }
         (Expr::Seq { open: o1, close: c1, items: a }, Expr::Seq { open: o2, close: c2, items: b }) => {

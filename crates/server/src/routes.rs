@@ -169,7 +169,7 @@ async fn chat(State(state): State<Arc<AppState>>, ApiJson(req): ApiJson<ChatRequ
         ..GenerateRequest::chat(messages)
     };
     let handle = state.engine.submit(gen)?;
-    let ctx = Ctx { id: new_id("chatcmpl"), created: now(), model: state.config.model_name.clone(), n };
+    let ctx = Ctx { id: new_id("chatcmpl"), created: now(), model: state.config.model_name.clone() };
     if req.stream {
         let include_usage = req.stream_options.is_some_and(|o| o.include_usage);
         Ok(stream(handle, move |ev, first| ctx.chat_chunk(ev, first), include_usage).into_response())
@@ -228,7 +228,7 @@ async fn completions(State(state): State<Arc<AppState>>, ApiJson(req): ApiJson<C
         ..GenerateRequest { prompt: Prompt::Text(prompt), ..GenerateRequest::text("") }
     };
     let handle = state.engine.submit(gen)?;
-    let ctx = Ctx { id: new_id("cmpl"), created: now(), model: state.config.model_name.clone(), n };
+    let ctx = Ctx { id: new_id("cmpl"), created: now(), model: state.config.model_name.clone() };
     if req.stream {
         Ok(stream(handle, move |ev, _| ctx.completion_chunk(ev), false).into_response())
     } else {
@@ -263,7 +263,6 @@ struct Ctx {
     id: String,
     created: u64,
     model: String,
-    n: usize,
 }
 
 impl Ctx {
@@ -272,7 +271,6 @@ impl Ctx {
     }
 
     fn chat_chunk(&self, ev: &Event, first: bool) -> Option<Value> {
-        let _ = self.n;
         match ev {
             Event::Delta { index, channel, text } => {
                 let mut delta = match channel {
