@@ -3,6 +3,8 @@
 
 mod core;
 
+use core::{chat, engine, model, settings};
+use std::sync::Arc;
 use tauri::Manager;
 
 pub fn run() {
@@ -14,12 +16,40 @@ pub fn run() {
         .init();
 
     tauri::Builder::default()
+        .plugin(tauri_plugin_dialog::init())
         .setup(|app| {
-            let dirs = core::paths::AppPaths::resolve(app.handle())?;
-            app.manage(core::model::ModelState::new(dirs));
+            let paths = core::paths::AppPaths::resolve(app.handle())?;
+            let settings = settings::SettingsState::load(paths.clone());
+            let current = settings.get();
+            // Threads are fixed for the life of the process (candle's pool is global).
+            ponder_engine::set_threads(current.threads);
+            let engine = Arc::new(engine::EngineState::default());
+            if let model::ModelStatus::Ready { info } = model::status(&current) {
+                engine.load(info.path, &current);
+            }
+            let chat_store = chat::store::ChatStore::open(&paths.chat_db())?;
+            app.manage(settings);
+            app.manage(engine);
+            app.manage(Arc::new(chat::ChatState::new(chat_store)));
             Ok(())
         })
-        .invoke_handler(tauri::generate_handler![core::model::commands::model_status])
+        .invoke_handler(tauri::generate_handler![
+            model::commands::model_status,
+            model::commands::open_model,
+            model::commands::download_default_model,
+            settings::commands::get_settings,
+            settings::commands::save_settings,
+            engine::commands::engine_status,
+            chat::commands::list_conversations,
+            chat::commands::create_conversation,
+            chat::commands::rename_conversation,
+            chat::commands::delete_conversation,
+            chat::commands::get_messages,
+            chat::commands::send_message,
+            chat::commands::regenerate,
+            chat::commands::edit_and_resend,
+            chat::commands::stop_reply,
+        ])
         .run(tauri::generate_context!())
         .expect("error while running the Ponder app");
 }

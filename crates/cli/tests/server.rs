@@ -12,12 +12,8 @@ fn r1_model(dir: &std::path::Path) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ponder/test-models"));
     let src = models.join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
     assert!(src.exists(), "test model {} is missing: run scripts/fetch-test-models.sh", src.display());
-    let template = include_str!("../../engine/tests/fixtures/deepseek-r1-distill-qwen.jinja");
     let dst = dir.join("r1-0.5b.gguf");
-    ponder_engine::gguf_edit::rewrite_metadata(&src, &dst, |md| {
-        md.insert("tokenizer.chat_template".into(), candle_core::quantized::gguf_file::Value::String(template.into()));
-    })
-    .unwrap();
+    ponder_engine::gguf_edit::with_chat_template(&src, &dst, ponder_engine::gguf_edit::R1_TEMPLATE).unwrap();
     dst
 }
 

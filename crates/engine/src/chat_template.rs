@@ -103,7 +103,7 @@ fn describe(e: &Error) -> String {
 mod tests {
     use super::*;
 
-    const R1: &str = include_str!("../tests/fixtures/deepseek-r1-distill-qwen.jinja");
+    const R1: &str = crate::gguf_edit::R1_TEMPLATE;
     const BOS: &str = "<｜begin▁of▁sentence｜>";
     const EOS: &str = "<｜end▁of▁sentence｜>";
 

@@ -183,6 +183,11 @@ impl Engine {
         }
     }
 
+    /// How many tokens a prompt takes, so callers can fit `max_tokens` into the context.
+    pub fn prompt_tokens(&self, prompt: &Prompt) -> Result<usize> {
+        Ok(self.shared.tokenizer.encode_prompt(&self.render_prompt(prompt)?)?.len())
+    }
+
     /// Queues a request. Errors that can be known now (bad parameters, a prompt that cannot
     /// fit) are returned here rather than as events.
     pub fn submit(&self, req: GenerateRequest) -> Result<RequestHandle> {

@@ -40,3 +40,14 @@ pub fn rewrite_metadata(
     out.flush().map_err(io(dst))?;
     Ok(())
 }
+
+/// DeepSeek-R1-Distill-Qwen's own chat template (the newer form, whose generation prompt ends
+/// with `<think>\n`).
+pub const R1_TEMPLATE: &str = include_str!("../templates/deepseek-r1-distill-qwen.jinja");
+
+/// A copy of `src` that carries `template` as its chat template.
+pub fn with_chat_template(src: &Path, dst: &Path, template: &str) -> Result<()> {
+    rewrite_metadata(src, dst, |md| {
+        md.insert("tokenizer.chat_template".into(), Value::String(template.into()));
+    })
+}

@@ -1,2 +1,5 @@
+pub mod chat;
+pub mod engine;
 pub mod model;
 pub mod paths;
+pub mod settings;

@@ -21,4 +21,8 @@ impl AppPaths {
     pub fn settings_file(&self) -> PathBuf {
         self.data_dir.join("settings.json")
     }
+
+    pub fn chat_db(&self) -> PathBuf {
+        self.data_dir.join("chat.sqlite")
+    }
 }

@@ -23,7 +23,7 @@ pub fn model(name: &str) -> PathBuf {
 }
 
 /// The R1 distill's chat template (newer form, ending its generation prompt with `<think>\n`).
-pub const R1_TEMPLATE: &str = include_str!("../fixtures/deepseek-r1-distill-qwen.jinja");
+pub const R1_TEMPLATE: &str = ponder_engine::gguf_edit::R1_TEMPLATE;
 
 /// A copy of the 0.5B model with the DeepSeek-R1 chat template and special tokens in its
 /// metadata: real weights that take the whole reasoning path. Made once per test run.
@@ -34,11 +34,7 @@ pub fn r1_model() -> PathBuf {
         let dir = std::env::temp_dir().join(format!("ponder-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let dst = dir.join("r1-0.5b.gguf");
-        ponder_engine::gguf_edit::rewrite_metadata(&src, &dst, |md| {
-            use candle_core::quantized::gguf_file::Value;
-            md.insert("tokenizer.chat_template".into(), Value::String(R1_TEMPLATE.into()));
-        })
-        .unwrap();
+        ponder_engine::gguf_edit::with_chat_template(&src, &dst, R1_TEMPLATE).unwrap();
         dst
     })
     .clone()

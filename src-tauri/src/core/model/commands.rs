@@ -1,6 +1,74 @@
-use super::{ModelState, ModelStatus};
+use super::{DownloadEvent, ModelStatus};
+use crate::core::engine::EngineState;
+use crate::core::settings::SettingsState;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+use tauri::ipc::Channel;
+use tauri::State;
 
 #[tauri::command]
-pub fn model_status(state: tauri::State<'_, ModelState>) -> ModelStatus {
-    state.status()
+pub fn model_status(settings: State<'_, SettingsState>) -> ModelStatus {
+    super::status(&settings.get())
+}
+
+/// Uses a GGUF file or model folder the user picked: checked, remembered, and loaded.
+#[tauri::command(async)]
+pub fn open_model(
+    settings: State<'_, SettingsState>,
+    engine: State<'_, Arc<EngineState>>,
+    path: String,
+) -> Result<ModelStatus, String> {
+    let path = PathBuf::from(path);
+    let info = ponder_engine::model::inspect(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let saved = settings.update(|s| s.model_path = Some(path.clone()))?;
+    engine.load(path, &saved);
+    Ok(ModelStatus::Ready { info })
+}
+
+/// Fetches the default model into the Hugging Face cache (resuming a partial download), then
+/// loads it. Progress arrives on `on_event`.
+#[tauri::command(async)]
+pub fn download_default_model(
+    settings: State<'_, SettingsState>,
+    engine: State<'_, Arc<EngineState>>,
+    on_event: Channel<DownloadEvent>,
+) -> Result<ModelStatus, String> {
+    struct Report {
+        channel: Channel<DownloadEvent>,
+        total: u64,
+        done: u64,
+        since: Instant,
+        last_sent: Option<Instant>,
+    }
+    impl ponder_engine::download::Progress for Report {
+        fn start(&mut self, total_bytes: u64) {
+            self.total = total_bytes;
+            let _ = self.channel.send(DownloadEvent::Started { total_bytes });
+        }
+        fn advance(&mut self, bytes: u64) {
+            self.done += bytes;
+            // A few updates a second are plenty for a progress bar.
+            if self.last_sent.is_some_and(|t| t.elapsed().as_millis() < 200) {
+                return;
+            }
+            self.last_sent = Some(Instant::now());
+            let speed = self.done as f64 / self.since.elapsed().as_secs_f64().max(1e-3);
+            let _ = self.channel.send(DownloadEvent::Progress { downloaded_bytes: self.done, total_bytes: self.total, bytes_per_second: speed });
+        }
+        fn finish(&mut self) {}
+    }
+    let report = Report { channel: on_event.clone(), total: 0, done: 0, since: Instant::now(), last_sent: None };
+    match ponder_engine::download::download_default_model(report) {
+        Ok(path) => {
+            let _ = on_event.send(DownloadEvent::Finished { path: path.display().to_string() });
+            let saved = settings.update(|s| s.model_path = None)?;
+            engine.load(path, &saved);
+            Ok(super::status(&saved))
+        }
+        Err(e) => {
+            let _ = on_event.send(DownloadEvent::Failed { error: e.to_string() });
+            Err(e.to_string())
+        }
+    }
 }

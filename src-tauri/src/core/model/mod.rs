@@ -1,8 +1,8 @@
-//! Which model the app uses, and whether it is there yet.
+//! Which model the app uses, whether it is there yet, and getting one.
 pub mod commands;
 
-use crate::core::paths::AppPaths;
-use serde::{Deserialize, Serialize};
+use crate::core::settings::Settings;
+use serde::Serialize;
 use std::path::PathBuf;
 
 /// What the UI needs to decide between the first-run screen and the workbench.
@@ -17,40 +17,33 @@ pub enum ModelStatus {
     Invalid { path: String, error: String, default_model: String },
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct Settings {
-    model_path: Option<PathBuf>,
+/// `PONDER_MODEL` (for tests and scripts) wins over the settings, which win over the
+/// downloaded default model.
+pub fn configured_model(settings: &Settings) -> Option<PathBuf> {
+    std::env::var_os("PONDER_MODEL")
+        .map(PathBuf::from)
+        .or_else(|| settings.model_path.clone())
+        .filter(|p| !p.as_os_str().is_empty())
+        .or_else(ponder_engine::download::cached_default_model)
 }
 
-pub struct ModelState {
-    paths: AppPaths,
+pub fn status(settings: &Settings) -> ModelStatus {
+    let default_model = ponder_engine::download::DEFAULT_DISPLAY_NAME.to_string();
+    match configured_model(settings) {
+        None => ModelStatus::Missing { default_model },
+        Some(path) => match ponder_engine::model::inspect(&path) {
+            Ok(info) => ModelStatus::Ready { info },
+            Err(e) => ModelStatus::Invalid { path: path.display().to_string(), error: e.to_string(), default_model },
+        },
+    }
 }
 
-impl ModelState {
-    pub fn new(paths: AppPaths) -> Self {
-        Self { paths }
-    }
-
-    fn settings(&self) -> Settings {
-        std::fs::read_to_string(self.paths.settings_file())
-            .ok()
-            .and_then(|text| serde_json::from_str(&text).ok())
-            .unwrap_or_default()
-    }
-
-    /// A model configured in the settings wins; `PONDER_MODEL` lets tests and scripts pick one.
-    pub fn status(&self) -> ModelStatus {
-        let configured = std::env::var_os("PONDER_MODEL")
-            .map(PathBuf::from)
-            .or_else(|| self.settings().model_path);
-        let configured = configured.filter(|p| !p.as_os_str().is_empty()).or_else(ponder_engine::download::cached_default_model);
-        let default_model = ponder_engine::download::DEFAULT_DISPLAY_NAME.to_string();
-        match configured {
-            None => ModelStatus::Missing { default_model },
-            Some(path) => match ponder_engine::model::inspect(&path) {
-                Ok(info) => ModelStatus::Ready { info },
-                Err(e) => ModelStatus::Invalid { path: path.display().to_string(), error: e.to_string(), default_model },
-            },
-        }
-    }
+/// Download progress as the first-run screen shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum DownloadEvent {
+    Started { total_bytes: u64 },
+    Progress { downloaded_bytes: u64, total_bytes: u64, bytes_per_second: f64 },
+    Finished { path: String },
+    Failed { error: String },
 }

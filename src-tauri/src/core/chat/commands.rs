@@ -1,0 +1,129 @@
+//! The chat's Tauri commands: each one a thin call into the store or [`ChatState`].
+use super::store::{ChatMessage, Conversation, Role, UNTITLED};
+use super::{ChatEvent, ChatState};
+use crate::core::engine::EngineState;
+use crate::core::settings::SettingsState;
+use serde::Serialize;
+use std::sync::Arc;
+use tauri::ipc::Channel;
+use tauri::State;
+
+type Chat<'a> = State<'a, Arc<ChatState>>;
+
+#[tauri::command]
+pub fn list_conversations(chat: Chat<'_>, query: Option<String>) -> Result<Vec<Conversation>, String> {
+    chat.store.lock().unwrap().conversations(query.as_deref().unwrap_or("").trim()).map_err(|e| e.to_string())
+}
+
+#[tauri::command]
+pub fn create_conversation(chat: Chat<'_>) -> Result<Conversation, String> {
+    chat.store.lock().unwrap().create(UNTITLED).map_err(|e| e.to_string())
+}
+
+#[tauri::command]
+pub fn rename_conversation(chat: Chat<'_>, id: i64, title: String) -> Result<(), String> {
+    chat.store.lock().unwrap().rename(id, title.trim()).map_err(|e| e.to_string())
+}
+
+#[tauri::command]
+pub fn delete_conversation(chat: Chat<'_>, id: i64) -> Result<(), String> {
+    chat.stop(id);
+    chat.store.lock().unwrap().delete(id).map_err(|e| e.to_string())
+}
+
+#[tauri::command]
+pub fn get_messages(chat: Chat<'_>, conversation_id: i64) -> Result<Vec<ChatMessage>, String> {
+    chat.store.lock().unwrap().messages(conversation_id).map_err(|e| e.to_string())
+}
+
+#[derive(Serialize)]
+pub struct Sent {
+    pub question: ChatMessage,
+    pub reply: ChatMessage,
+}
+
+/// Adds the question and starts the reply, whose text arrives on `on_event`.
+#[tauri::command]
+pub fn send_message(
+    chat: Chat<'_>,
+    engine: State<'_, Arc<EngineState>>,
+    settings: State<'_, SettingsState>,
+    conversation_id: i64,
+    content: String,
+    on_event: Channel<ChatEvent>,
+) -> Result<Sent, String> {
+    let content = content.trim();
+    if content.is_empty() {
+        return Err("the message is empty".into());
+    }
+    if chat.is_running(conversation_id) {
+        return Err("a reply is still being written in this conversation".into());
+    }
+    let question = chat.store.lock().unwrap().add(conversation_id, Role::User, content).map_err(|e| e.to_string())?;
+    let reply = chat.start_reply(conversation_id, engine.inner().clone(), &settings.get(), on_event)?;
+    Ok(Sent { question, reply })
+}
+
+/// Replaces the conversation's last reply with a new one.
+#[tauri::command]
+pub fn regenerate(
+    chat: Chat<'_>,
+    engine: State<'_, Arc<EngineState>>,
+    settings: State<'_, SettingsState>,
+    conversation_id: i64,
+    on_event: Channel<ChatEvent>,
+) -> Result<ChatMessage, String> {
+    let last_question = {
+        let store = chat.store.lock().unwrap();
+        let messages = store.messages(conversation_id).map_err(|e| e.to_string())?;
+        messages.into_iter().rev().find(|m| m.role == Role::User).ok_or("nothing to regenerate")?
+    };
+    resend_from(&chat, &engine, &settings, last_question, None, on_event)
+}
+
+/// Changes a question and answers it again; everything after it in the conversation goes.
+#[tauri::command]
+pub fn edit_and_resend(
+    chat: Chat<'_>,
+    engine: State<'_, Arc<EngineState>>,
+    settings: State<'_, SettingsState>,
+    message_id: i64,
+    content: String,
+    on_event: Channel<ChatEvent>,
+) -> Result<ChatMessage, String> {
+    let question = chat.store.lock().unwrap().message(message_id).map_err(|e| e.to_string())?;
+    if question.role != Role::User {
+        return Err("only questions can be edited".into());
+    }
+    let content = content.trim().to_string();
+    if content.is_empty() {
+        return Err("the message is empty".into());
+    }
+    resend_from(&chat, &engine, &settings, question, Some(content), on_event)
+}
+
+fn resend_from(
+    chat: &Arc<ChatState>,
+    engine: &Arc<EngineState>,
+    settings: &SettingsState,
+    question: ChatMessage,
+    new_content: Option<String>,
+    on_event: Channel<ChatEvent>,
+) -> Result<ChatMessage, String> {
+    if chat.is_running(question.conversation_id) {
+        return Err("a reply is still being written in this conversation".into());
+    }
+    {
+        let store = chat.store.lock().unwrap();
+        if let Some(c) = &new_content {
+            store.set_content(question.id, c).map_err(|e| e.to_string())?;
+        }
+        store.truncate_after(question.id).map_err(|e| e.to_string())?;
+    }
+    chat.start_reply(question.conversation_id, engine.clone(), &settings.get(), on_event)
+}
+
+#[tauri::command]
+pub fn stop_reply(chat: Chat<'_>, conversation_id: i64) {
+    chat.stop(conversation_id);
+}

@@ -1,0 +1,334 @@
+//! Chat: conversations kept in SQLite, replies streamed from the engine to the window.
+pub mod commands;
+pub mod store;
+
+use crate::core::engine::EngineState;
+use crate::core::settings::Settings;
+use ponder_engine::{Channel, Event, GenerateRequest, Message, Priority, SamplingParams};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use store::{ChatMessage, ChatStore, ReplyStats, Role};
+
+/// What the window hears about a reply being written.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum ChatEvent {
+    /// The engine started reading the conversation.
+    Started { prompt_tokens: usize },
+    Delta { channel: Channel, text: String },
+    /// The reply as saved, with why it ended (and the error, if it failed).
+    Finished { message: ChatMessage, error: Option<String> },
+}
+
+/// Where a reply's events go; the Tauri channel in the app, a vector in tests.
+pub trait ReplySink: Send + 'static {
+    /// `false` once nobody is listening (the window went away).
+    fn send(&self, event: ChatEvent) -> bool;
+}
+
+impl ReplySink for tauri::ipc::Channel<ChatEvent> {
+    fn send(&self, event: ChatEvent) -> bool {
+        tauri::ipc::Channel::send(self, event).is_ok()
+    }
+}
+
+/// The conversation as the model sees it: questions and answers, without the thinking (R1's
+/// template drops it too) and without replies that produced no answer.
+pub fn history(messages: Vec<ChatMessage>) -> Vec<Message> {
+    messages
+        .into_iter()
+        .filter(|m| m.role == Role::User || !m.content.is_empty())
+        .map(|m| match m.role {
+            Role::User => Message::user(m.content),
+            Role::Assistant => Message::assistant(m.content),
+        })
+        .collect()
+}
+
+pub struct ChatState {
+    pub store: Mutex<ChatStore>,
+    /// Conversations with a reply being written, and how to stop it.
+    running: Mutex<HashMap<i64, Arc<AtomicBool>>>,
+}
+
+/// Saving a long reply as it grows means a crash loses seconds of it, not all of it.
+const SAVE_EVERY: Duration = Duration::from_secs(3);
+
+impl ChatState {
+    pub fn new(store: ChatStore) -> Self {
+        if let Err(e) = store.mark_interrupted() {
+            tracing::warn!("{e}");
+        }
+        Self { store: Mutex::new(store), running: Mutex::new(HashMap::new()) }
+    }
+
+    pub fn stop(&self, conversation_id: i64) {
+        if let Some(flag) = self.running.lock().unwrap().get(&conversation_id) {
+            flag.store(true, Ordering::Relaxed);
+        }
+    }
+
+    pub fn is_running(&self, conversation_id: i64) -> bool {
+        self.running.lock().unwrap().contains_key(&conversation_id)
+    }
+
+    /// Adds an empty reply to the conversation and writes it on a thread of its own; returns the
+    /// reply as it is now. Earlier replies go back to the model without their thinking, as
+    /// R1-style templates expect.
+    pub fn start_reply(
+        self: &Arc<Self>,
+        conversation_id: i64,
+        engine: Arc<EngineState>,
+        settings: &Settings,
+        sink: impl ReplySink,
+    ) -> Result<ChatMessage, String> {
+        let cancel = Arc::new(AtomicBool::new(false));
+        {
+            let mut running = self.running.lock().unwrap();
+            if running.contains_key(&conversation_id) {
+                return Err("a reply is still being written in this conversation".into());
+            }
+            running.insert(conversation_id, cancel.clone());
+        }
+        let prepared = (|| {
+            let store = self.store.lock().unwrap();
+            let history = history(store.messages(conversation_id)?);
+            let reply = store.add(conversation_id, Role::Assistant, "")?;
+            Ok::<_, store::ChatStoreError>((history, reply))
+        })();
+        let (history, reply) = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                self.running.lock().unwrap().remove(&conversation_id);
+                return Err(e.to_string());
+            }
+        };
+        let request = GenerateRequest {
+            sampling: SamplingParams { temperature: settings.temperature, top_p: settings.top_p, ..Default::default() },
+            max_tokens: settings.max_tokens,
+            thinking_budget: settings.thinking_budget,
+            priority: Priority::Interactive,
+            ..GenerateRequest::chat(history)
+        };
+        let this = self.clone();
+        let reply_id = reply.id;
+        std::thread::Builder::new()
+            .name("ponder-chat-reply".into())
+            .spawn(move || {
+                let outcome = this.write_reply(reply_id, request, &engine, &cancel, &sink);
+                this.running.lock().unwrap().remove(&conversation_id);
+                let store = this.store.lock().unwrap();
+                let (message, error) = match outcome {
+                    Ok(()) => (store.message(reply_id), None),
+                    Err(e) => {
+                        let _ = store.save_reply(reply_id, "", "", Some("error"), None);
+                        (store.message(reply_id), Some(e))
+                    }
+                };
+                match message {
+                    Ok(message) => {
+                        sink.send(ChatEvent::Finished { message, error });
+                    }
+                    // The conversation was deleted while the reply was written.
+                    Err(e) => tracing::info!("reply {reply_id} not kept: {e}"),
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(reply)
+    }
+
+    fn write_reply(
+        &self,
+        reply_id: i64,
+        request: GenerateRequest,
+        engine: &EngineState,
+        cancel: &AtomicBool,
+        sink: &impl ReplySink,
+    ) -> Result<(), String> {
+        let engine = engine.wait()?;
+        // A long conversation gets the room that is left rather than an error.
+        let used = engine.prompt_tokens(&request.prompt).map_err(|e| e.to_string())?;
+        let room = engine.context_length().saturating_sub(used);
+        if room < 16 {
+            return Err(format!(
+                "this conversation ({used} tokens) fills the model's context of {} tokens: start a new one",
+                engine.context_length()
+            ));
+        }
+        let request = GenerateRequest { max_tokens: request.max_tokens.min(room), ..request };
+        let handle = engine.submit(request).map_err(|e| e.to_string())?;
+        let (mut answer, mut thinking) = (String::new(), String::new());
+        let (mut thinking_started, mut thinking_ended) = (None::<Instant>, None::<Instant>);
+        let mut last_save = Instant::now();
+        loop {
+            if cancel.load(Ordering::Relaxed) {
+                handle.cancel();
+            }
+            let event = match handle.recv_timeout(Duration::from_millis(100)) {
+                Ok(ev) => ev,
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => continue,
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return Err("the engine stopped".into()),
+            };
+            match event {
+                Event::Started { prompt_tokens, .. } => {
+                    sink.send(ChatEvent::Started { prompt_tokens });
+                }
+                Event::Delta { channel, text, .. } => {
+                    match channel {
+                        Channel::Thinking => {
+                            thinking_started.get_or_insert_with(Instant::now);
+                            thinking.push_str(&text);
+                        }
+                        Channel::Answer => {
+                            if thinking_started.is_some() {
+                                thinking_ended.get_or_insert_with(Instant::now);
+                            }
+                            answer.push_str(&text);
+                        }
+                    }
+                    if !sink.send(ChatEvent::Delta { channel, text }) {
+                        handle.cancel();
+                    }
+                    if last_save.elapsed() > SAVE_EVERY {
+                        let _ = self.store.lock().unwrap().save_reply(reply_id, &answer, &thinking, None, None);
+                        last_save = Instant::now();
+                    }
+                }
+                Event::Finished { reason, usage, error, .. } => {
+                    let thinking_seconds = thinking_started.map(|s| thinking_ended.unwrap_or_else(Instant::now).duration_since(s).as_secs_f64());
+                    let stats = ReplyStats {
+                        time_to_first_token_s: usage.time_to_first_token.map(|d| d.as_secs_f64()),
+                        tokens_per_second: usage.tokens_per_second,
+                        thinking_tokens: usage.thinking_tokens,
+                        answer_tokens: usage.answer_tokens,
+                        thinking_seconds,
+                    };
+                    let reason = serde_json::to_value(reason).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+                    self.store
+                        .lock()
+                        .unwrap()
+                        .save_reply(reply_id, &answer, &thinking, Some(&reason), Some(&stats))
+                        .map_err(|e| e.to_string())?;
+                    return match error {
+                        Some(e) => Err(e),
+                        None => Ok(()),
+                    };
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+    use std::sync::mpsc;
+
+    impl ReplySink for mpsc::Sender<ChatEvent> {
+        fn send(&self, event: ChatEvent) -> bool {
+            mpsc::Sender::send(self, event).is_ok()
+        }
+    }
+
+    /// The 0.5B test model with R1's chat template, so replies take the thinking path.
+    fn r1_model(dir: &std::path::Path) -> PathBuf {
+        let models = std::env::var_os("PONDER_TEST_MODELS")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ponder/test-models"));
+        let src = models.join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
+        assert!(src.exists(), "test model {} is missing: run scripts/fetch-test-models.sh", src.display());
+        let dst = dir.join("r1-0.5b.gguf");
+        ponder_engine::gguf_edit::with_chat_template(&src, &dst, ponder_engine::gguf_edit::R1_TEMPLATE).unwrap();
+        dst
+    }
+
+    fn finished(rx: &mpsc::Receiver<ChatEvent>) -> (Vec<ChatEvent>, ChatMessage, Option<String>) {
+        let mut seen = Vec::new();
+        loop {
+            match rx.recv_timeout(Duration::from_secs(300)).expect("the reply never finished") {
+                ChatEvent::Finished { message, error } => return (seen, message, error),
+                ev => seen.push(ev),
+            }
+        }
+    }
+
+    #[test]
+    fn history_drops_thinking_and_empty_replies() {
+        let m = |id, role, content: &str, thinking: &str| ChatMessage {
+            id,
+            conversation_id: 1,
+            role,
+            content: content.into(),
+            thinking: thinking.into(),
+            finish_reason: Some("stop".into()),
+            stats: None,
+        };
+        let h = history(vec![
+            m(1, Role::User, "a", ""),
+            m(2, Role::Assistant, "", "cut short"),
+            m(3, Role::User, "b", ""),
+            m(4, Role::Assistant, "B", "because"),
+        ]);
+        assert_eq!(h, vec![Message::user("a"), Message::user("b"), Message::assistant("B")]);
+    }
+
+    #[test]
+    fn a_reply_streams_thinking_then_answer_is_saved_and_can_be_stopped() {
+        ponder_engine::set_threads(2);
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings { thinking_budget: Some(12), max_tokens: 40, temperature: 0.0, max_sequences: 2, context_size: 2048, ..Settings::default() };
+        let engine = Arc::new(EngineState::default());
+        engine.load(r1_model(dir.path()), &settings);
+        let chat = Arc::new(ChatState::new(ChatStore::open(&dir.path().join("chat.sqlite")).unwrap()));
+        let conv = chat.store.lock().unwrap().create(store::UNTITLED).unwrap();
+        chat.store.lock().unwrap().add(conv.id, Role::User, "What is 2 + 3?").unwrap();
+
+        let (tx, rx) = mpsc::channel();
+        let reply = chat.start_reply(conv.id, engine.clone(), &settings, tx).unwrap();
+        assert_eq!((reply.role, reply.finish_reason.as_deref()), (Role::Assistant, None));
+        // One reply at a time per conversation.
+        let (tx2, _rx2) = mpsc::channel();
+        assert!(chat.start_reply(conv.id, engine.clone(), &settings, tx2).unwrap_err().contains("still being written"));
+
+        let (events, saved, error) = finished(&rx);
+        assert_eq!(error, None);
+        assert!(matches!(events[0], ChatEvent::Started { prompt_tokens } if prompt_tokens > 5));
+        let text = |want: Channel| -> String {
+            events.iter().filter_map(|e| match e { ChatEvent::Delta { channel, text } if *channel == want => Some(text.as_str()), _ => None }).collect()
+        };
+        let first_answer = events.iter().position(|e| matches!(e, ChatEvent::Delta { channel: Channel::Answer, .. })).expect("an answer");
+        let last_thinking = events.iter().rposition(|e| matches!(e, ChatEvent::Delta { channel: Channel::Thinking, .. })).expect("thinking");
+        assert!(last_thinking < first_answer, "thinking comes first");
+        assert_eq!(saved.id, reply.id);
+        assert_eq!(saved.thinking, text(Channel::Thinking));
+        assert_eq!(saved.content, text(Channel::Answer));
+        let stats = saved.stats.clone().unwrap();
+        assert!(stats.thinking_tokens >= 12 && stats.answer_tokens > 0 && stats.tokens_per_second > 0.0, "{stats:?}");
+        assert!(stats.time_to_first_token_s.is_some() && stats.thinking_seconds.is_some());
+        assert!(!chat.is_running(conv.id));
+        assert_eq!(chat.store.lock().unwrap().messages(conv.id).unwrap().len(), 2);
+
+        // A long reply stopped after its first words keeps what was written.
+        chat.store.lock().unwrap().add(conv.id, Role::User, "Now count from 1 to 500, one number per line.").unwrap();
+        let long = Settings { max_tokens: 2000, thinking_budget: Some(4), ..settings.clone() };
+        let (tx, rx) = mpsc::channel();
+        chat.start_reply(conv.id, engine.clone(), &long, tx).unwrap();
+        loop {
+            match rx.recv_timeout(Duration::from_secs(300)).unwrap() {
+                ChatEvent::Delta { channel: Channel::Answer, .. } => break,
+                ChatEvent::Finished { message, error } => panic!("finished before answering: {message:?} {error:?}"),
+                _ => {}
+            }
+        }
+        chat.stop(conv.id);
+        let (_, stopped, error) = finished(&rx);
+        assert_eq!(error, None);
+        assert_eq!(stopped.finish_reason.as_deref(), Some("cancelled"));
+        assert!(!stopped.content.is_empty());
+        assert!(stopped.stats.unwrap().answer_tokens < 1500);
+    }
+}

@@ -1,0 +1,278 @@
+//! Conversations and their messages, in SQLite in the app data folder.
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Conversation {
+    pub id: i64,
+    pub title: String,
+    pub updated_at: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// Figures shown under a reply.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReplyStats {
+    pub time_to_first_token_s: Option<f64>,
+    pub tokens_per_second: f64,
+    pub thinking_tokens: usize,
+    pub answer_tokens: usize,
+    pub thinking_seconds: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ChatMessage {
+    pub id: i64,
+    pub conversation_id: i64,
+    pub role: Role,
+    /// The answer (for a reply) or the question.
+    pub content: String,
+    pub thinking: String,
+    /// `None` while a reply is being written (or when the app stopped while it was).
+    pub finish_reason: Option<String>,
+    pub stats: Option<ReplyStats>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChatStoreError {
+    #[error("chat database: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("no conversation {0}")]
+    NoConversation(i64),
+    #[error("no message {0}")]
+    NoMessage(i64),
+}
+
+pub type Result<T> = std::result::Result<T, ChatStoreError>;
+
+pub struct ChatStore {
+    db: Connection,
+}
+
+pub const UNTITLED: &str = "";
+
+fn now() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+impl ChatStore {
+    pub fn open(path: &Path) -> Result<Self> {
+        let db = Connection::open(path)?;
+        db.pragma_update(None, "journal_mode", "WAL")?;
+        db.pragma_update(None, "foreign_keys", true)?;
+        db.execute_batch(
+            "CREATE TABLE IF NOT EXISTS conversations (
+                id INTEGER PRIMARY KEY,
+                title TEXT NOT NULL,
+                created_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL);
+             CREATE TABLE IF NOT EXISTS messages (
+                id INTEGER PRIMARY KEY,
+                conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+                role TEXT NOT NULL,
+                content TEXT NOT NULL,
+                thinking TEXT NOT NULL DEFAULT '',
+                finish_reason TEXT,
+                stats TEXT,
+                created_at INTEGER NOT NULL);
+             CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id);",
+        )?;
+        Ok(Self { db })
+    }
+
+    /// Newest first; `query` filters by title and message text (case-insensitive).
+    pub fn conversations(&self, query: &str) -> Result<Vec<Conversation>> {
+        let pattern = format!("%{}%", query.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+        let mut stmt = self.db.prepare(
+            "SELECT id, title, updated_at FROM conversations c
+             WHERE ?1 = '%%' OR title LIKE ?1 ESCAPE '\\'
+                OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.content LIKE ?1 ESCAPE '\\')
+             ORDER BY updated_at DESC, id DESC",
+        )?;
+        let rows = stmt.query_map([pattern], |r| Ok(Conversation { id: r.get(0)?, title: r.get(1)?, updated_at: r.get(2)? }))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    pub fn create(&self, title: &str) -> Result<Conversation> {
+        let t = now();
+        self.db.execute("INSERT INTO conversations (title, created_at, updated_at) VALUES (?1, ?2, ?2)", params![title, t])?;
+        Ok(Conversation { id: self.db.last_insert_rowid(), title: title.to_string(), updated_at: t })
+    }
+
+    pub fn rename(&self, id: i64, title: &str) -> Result<()> {
+        match self.db.execute("UPDATE conversations SET title = ?2 WHERE id = ?1", params![id, title])? {
+            0 => Err(ChatStoreError::NoConversation(id)),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn delete(&self, id: i64) -> Result<()> {
+        self.db.execute("DELETE FROM conversations WHERE id = ?1", [id])?;
+        Ok(())
+    }
+
+    pub fn conversation(&self, id: i64) -> Result<Conversation> {
+        self.db
+            .query_row("SELECT id, title, updated_at FROM conversations WHERE id = ?1", [id], |r| {
+                Ok(Conversation { id: r.get(0)?, title: r.get(1)?, updated_at: r.get(2)? })
+            })
+            .optional()?
+            .ok_or(ChatStoreError::NoConversation(id))
+    }
+
+    pub fn messages(&self, conversation_id: i64) -> Result<Vec<ChatMessage>> {
+        self.conversation(conversation_id)?;
+        let mut stmt = self.db.prepare(
+            "SELECT id, conversation_id, role, content, thinking, finish_reason, stats FROM messages
+             WHERE conversation_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map([conversation_id], row_to_message)?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    pub fn message(&self, id: i64) -> Result<ChatMessage> {
+        self.db
+            .query_row(
+                "SELECT id, conversation_id, role, content, thinking, finish_reason, stats FROM messages WHERE id = ?1",
+                [id],
+                row_to_message,
+            )
+            .optional()?
+            .ok_or(ChatStoreError::NoMessage(id))
+    }
+
+    /// Adds a message; the first question also names an untitled conversation.
+    pub fn add(&self, conversation_id: i64, role: Role, content: &str) -> Result<ChatMessage> {
+        let conv = self.conversation(conversation_id)?;
+        let t = now();
+        let role_s = if role == Role::User { "user" } else { "assistant" };
+        self.db.execute(
+            "INSERT INTO messages (conversation_id, role, content, created_at) VALUES (?1, ?2, ?3, ?4)",
+            params![conversation_id, role_s, content, t],
+        )?;
+        let id = self.db.last_insert_rowid();
+        self.db.execute("UPDATE conversations SET updated_at = ?2 WHERE id = ?1", params![conversation_id, t])?;
+        if role == Role::User && conv.title == UNTITLED {
+            self.rename(conversation_id, &title_from(content))?;
+        }
+        self.message(id)
+    }
+
+    /// Saves a reply's text so far; with a finish reason it is complete.
+    pub fn save_reply(&self, id: i64, content: &str, thinking: &str, finish_reason: Option<&str>, stats: Option<&ReplyStats>) -> Result<()> {
+        let stats = stats.map(|s| serde_json::to_string(s).expect("stats serialise"));
+        self.db.execute(
+            "UPDATE messages SET content = ?2, thinking = ?3, finish_reason = ?4, stats = ?5 WHERE id = ?1",
+            params![id, content, thinking, finish_reason, stats],
+        )?;
+        Ok(())
+    }
+
+    pub fn set_content(&self, id: i64, content: &str) -> Result<()> {
+        match self.db.execute("UPDATE messages SET content = ?2 WHERE id = ?1", params![id, content])? {
+            0 => Err(ChatStoreError::NoMessage(id)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Deletes the messages after `id` in its conversation (for regenerate and edit-and-resend).
+    pub fn truncate_after(&self, id: i64) -> Result<()> {
+        let m = self.message(id)?;
+        self.db.execute("DELETE FROM messages WHERE conversation_id = ?1 AND id > ?2", params![m.conversation_id, id])?;
+        Ok(())
+    }
+
+    /// Replies the app was writing when it last stopped are marked as interrupted, not lost.
+    pub fn mark_interrupted(&self) -> Result<usize> {
+        Ok(self.db.execute("UPDATE messages SET finish_reason = 'interrupted' WHERE role = 'assistant' AND finish_reason IS NULL", [])?)
+    }
+}
+
+fn row_to_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<ChatMessage> {
+    let role: String = r.get(2)?;
+    let stats: Option<String> = r.get(6)?;
+    Ok(ChatMessage {
+        id: r.get(0)?,
+        conversation_id: r.get(1)?,
+        role: if role == "user" { Role::User } else { Role::Assistant },
+        content: r.get(3)?,
+        thinking: r.get(4)?,
+        finish_reason: r.get(5)?,
+        stats: stats.and_then(|s| serde_json::from_str(&s).ok()),
+    })
+}
+
+/// The first line of the first question, cut at a word near 60 characters.
+fn title_from(question: &str) -> String {
+    let line = question.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    if line.chars().count() <= 60 {
+        return line.to_string();
+    }
+    let cut: String = line.chars().take(60).collect();
+    let cut = match cut.rfind(' ') {
+        Some(i) if i > 30 => &cut[..i],
+        _ => &cut,
+    };
+    format!("{cut}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, ChatStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let s = ChatStore::open(&dir.path().join("chat.sqlite")).unwrap();
+        (dir, s)
+    }
+
+    #[test]
+    fn a_conversation_is_named_by_its_first_question_and_found_by_search() {
+        let (_d, s) = store();
+        let a = s.create(UNTITLED).unwrap();
+        s.add(a.id, Role::User, "  \nWhat is the sum of the first 100 odd numbers, and why is it a perfect square?").unwrap();
+        let b = s.create(UNTITLED).unwrap();
+        s.add(b.id, Role::User, "求 x^2 = 4 的解").unwrap();
+        let all = s.conversations("").unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0].title, "求 x^2 = 4 的解");
+        assert_eq!(all[1].title, "What is the sum of the first 100 odd numbers, and why is it…");
+        assert_eq!(s.conversations("PERFECT").unwrap().iter().map(|c| c.id).collect::<Vec<_>>(), vec![a.id]);
+        assert_eq!(s.conversations("x^2").unwrap().iter().map(|c| c.id).collect::<Vec<_>>(), vec![b.id]);
+        // LIKE wildcards in the query are taken literally.
+        assert!(s.conversations("100%").unwrap().is_empty());
+        s.rename(a.id, "Odd numbers").unwrap();
+        assert_eq!(s.conversations("odd").unwrap()[0].title, "Odd numbers");
+    }
+
+    #[test]
+    fn replies_truncation_and_deletion() {
+        let (_d, s) = store();
+        let c = s.create("t").unwrap();
+        let q = s.add(c.id, Role::User, "2+2?").unwrap();
+        let r = s.add(c.id, Role::Assistant, "").unwrap();
+        assert_eq!(s.message(r.id).unwrap().finish_reason, None);
+        let stats = ReplyStats { tokens_per_second: 12.5, thinking_tokens: 3, answer_tokens: 2, ..Default::default() };
+        s.save_reply(r.id, "4", "add", Some("stop"), Some(&stats)).unwrap();
+        let saved = s.message(r.id).unwrap();
+        assert_eq!((saved.content.as_str(), saved.thinking.as_str(), saved.finish_reason.as_deref()), ("4", "add", Some("stop")));
+        assert_eq!(saved.stats, Some(stats));
+        let r2 = s.add(c.id, Role::Assistant, "").unwrap();
+        assert_eq!(s.mark_interrupted().unwrap(), 1);
+        assert_eq!(s.message(r2.id).unwrap().finish_reason.as_deref(), Some("interrupted"));
+        s.truncate_after(q.id).unwrap();
+        assert_eq!(s.messages(c.id).unwrap().len(), 1);
+        s.delete(c.id).unwrap();
+        assert!(matches!(s.messages(c.id), Err(ChatStoreError::NoConversation(_))));
+        assert!(matches!(s.message(q.id), Err(ChatStoreError::NoMessage(_))));
+    }
+}

@@ -1,0 +1,172 @@
+//! The user's settings, kept as JSON in the app data folder. Every field has a default, so an
+//! older or hand-edited file still loads; a file that does not parse is kept aside, not lost.
+pub mod commands;
+
+use crate::core::paths::AppPaths;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// A GGUF file or model folder; `None` means the downloaded default model.
+    pub model_path: Option<PathBuf>,
+    /// CPU threads for the engine (applies at the next start).
+    pub threads: usize,
+    /// Sequences the engine decodes at once.
+    pub max_sequences: usize,
+    /// Longest context a conversation may use, in tokens.
+    pub context_size: usize,
+    pub temperature: f32,
+    pub top_p: f32,
+    pub max_tokens: usize,
+    /// Close the thought after this many tokens; `None` lets the model think as long as it likes.
+    pub thinking_budget: Option<usize>,
+    pub server_enabled: bool,
+    pub server_port: u16,
+    pub language: Language,
+    pub theme: Theme,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Language {
+    #[serde(rename = "en")]
+    English,
+    #[serde(rename = "zh-CN")]
+    SimplifiedChinese,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Theme {
+    Light,
+    Dark,
+    System,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            model_path: None,
+            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            max_sequences: 8,
+            context_size: 16384,
+            // The R1 model card's sampling.
+            temperature: 0.6,
+            top_p: 0.95,
+            max_tokens: 8192,
+            thinking_budget: None,
+            server_enabled: false,
+            server_port: 8080,
+            language: Language::English,
+            theme: Theme::System,
+        }
+    }
+}
+
+impl Settings {
+    /// What is wrong with these settings, field by field, if anything.
+    pub fn validate(&self) -> Result<(), String> {
+        let checks = [
+            (self.threads >= 1 && self.threads <= 256, "threads must be between 1 and 256"),
+            (self.max_sequences >= 1 && self.max_sequences <= 64, "max_sequences must be between 1 and 64"),
+            (self.context_size >= 512, "context_size must be at least 512 tokens"),
+            ((0.0..=2.0).contains(&self.temperature), "temperature must be between 0 and 2"),
+            (self.top_p > 0.0 && self.top_p <= 1.0, "top_p must be in (0, 1]"),
+            (self.max_tokens >= 1, "max_tokens must be at least 1"),
+            (self.thinking_budget != Some(0), "thinking_budget must be at least 1 when set"),
+            (self.server_port >= 1024, "server_port must be 1024 or above"),
+        ];
+        match checks.iter().find(|(ok, _)| !ok) {
+            Some((_, why)) => Err(why.to_string()),
+            None => Ok(()),
+        }
+    }
+}
+
+pub struct SettingsState {
+    paths: AppPaths,
+    current: Mutex<Settings>,
+}
+
+impl SettingsState {
+    pub fn load(paths: AppPaths) -> Self {
+        let file = paths.settings_file();
+        let current = match std::fs::read_to_string(&file) {
+            Err(_) => Settings::default(),
+            Ok(text) => serde_json::from_str(&text).unwrap_or_else(|e| {
+                let aside = file.with_extension("json.unreadable");
+                tracing::warn!("{}: {e}; keeping it as {} and starting from defaults", file.display(), aside.display());
+                let _ = std::fs::rename(&file, &aside);
+                Settings::default()
+            }),
+        };
+        Self { paths, current: Mutex::new(current) }
+    }
+
+    pub fn get(&self) -> Settings {
+        self.current.lock().unwrap().clone()
+    }
+
+    /// Validates and saves (atomically: a crash leaves the old file or the new one).
+    pub fn set(&self, settings: Settings) -> Result<Settings, String> {
+        settings.validate()?;
+        let file = self.paths.settings_file();
+        let tmp = file.with_extension("json.tmp");
+        let text = serde_json::to_string_pretty(&settings).map_err(|e| e.to_string())?;
+        std::fs::write(&tmp, text)
+            .and_then(|_| std::fs::rename(&tmp, &file))
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+        *self.current.lock().unwrap() = settings.clone();
+        Ok(settings)
+    }
+
+    pub fn update(&self, f: impl FnOnce(&mut Settings)) -> Result<Settings, String> {
+        let mut s = self.get();
+        f(&mut s);
+        self.set(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(dir: &std::path::Path) -> SettingsState {
+        SettingsState::load(AppPaths { data_dir: dir.to_path_buf() })
+    }
+
+    #[test]
+    fn saves_and_reloads() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = state(dir.path());
+        s.update(|s| {
+            s.temperature = 0.3;
+            s.language = Language::SimplifiedChinese;
+        })
+        .unwrap();
+        let again = state(dir.path()).get();
+        assert_eq!(again.temperature, 0.3);
+        assert_eq!(again.language, Language::SimplifiedChinese);
+    }
+
+    #[test]
+    fn missing_fields_take_defaults_and_a_broken_file_is_kept_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("settings.json"), r#"{"top_p": 0.5}"#).unwrap();
+        assert_eq!(state(dir.path()).get().top_p, 0.5);
+        assert_eq!(state(dir.path()).get().max_sequences, 8);
+        std::fs::write(dir.path().join("settings.json"), "{ not json").unwrap();
+        assert_eq!(state(dir.path()).get(), Settings::default());
+        assert!(dir.path().join("settings.json.unreadable").exists());
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_the_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = state(dir.path()).update(|s| s.top_p = 0.0).unwrap_err();
+        assert!(err.contains("top_p"), "{err}");
+        assert!(!dir.path().join("settings.json").exists());
+    }
+}
