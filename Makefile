@@ -24,13 +24,13 @@ ui:
 
 # One release build for everything: the app, the CLI and the tests share its artifacts.
 build: ui
-	$(CARGO) build --release --workspace --bins
+	$(CARGO) build --release --workspace --bins --examples
 
 test-rust:
 	$(CARGO) test --release --workspace
 
 test-ui:
-	cd ui && npx tsc --noEmit && npx vitest run
+	cd ui && npx tsc --noEmit && npx svelte-check --tsconfig ./tsconfig.json --fail-on-warnings && npx vitest run
 
 test-browser: ui
 	cd ui && node --test tests/browser/

@@ -3,7 +3,7 @@
 
 mod core;
 
-use core::{chat, engine, model, settings};
+use core::{chat, engine, model, server, settings};
 use std::sync::Arc;
 use tauri::Manager;
 
@@ -28,8 +28,11 @@ pub fn run() {
                 engine.load(info.path, &current);
             }
             let chat_store = chat::store::ChatStore::open(&paths.chat_db())?;
+            let api_server = server::ServerState::default();
+            api_server.apply(current.server_enabled, current.server_port, engine.clone());
             app.manage(settings);
             app.manage(engine);
+            app.manage(api_server);
             app.manage(Arc::new(chat::ChatState::new(chat_store)));
             Ok(())
         })
@@ -40,6 +43,7 @@ pub fn run() {
             settings::commands::get_settings,
             settings::commands::save_settings,
             engine::commands::engine_status,
+            server::commands::server_status,
             chat::commands::list_conversations,
             chat::commands::create_conversation,
             chat::commands::rename_conversation,

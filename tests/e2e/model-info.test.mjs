@@ -13,6 +13,7 @@ test('with a model the real window shows what the GGUF holds', async () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ponder-e2e-'));
   const app = await launchApp({ PONDER_DATA_DIR: dataDir, PONDER_MODEL: small });
   try {
+    await app.click('[data-testid="tab-settings"]');
     const card = await app.text('[data-testid="model-card"]');
     assert.match(card, /qwen2/);
     assert.match(card, /32,768 tokens/);

@@ -10,6 +10,12 @@ import { fileURLToPath } from 'node:url';
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const targetDir = process.env.CARGO_TARGET_DIR ?? path.join(root, 'target');
 export const appBinary = path.join(targetDir, 'release', 'ponder-app');
+/// A cargo example of the workspace, built by `make build`.
+export function exampleBinary(name) {
+  const p = path.join(targetDir, 'release', 'examples', name);
+  if (!fs.existsSync(p)) throw new Error(`${p} is missing: run "make build" first`);
+  return p;
+}
 export const shotsDir = path.join(root, 'test-output', 'e2e');
 
 function freePort() {
@@ -95,13 +101,27 @@ class Session {
     }, `element ${css}`, timeoutMs);
     return Object.values(el)[0];
   }
+  /// The element's text content. (WebDriver's rendered-text command can answer '' for an
+  /// element WebKit has not painted yet.)
   async text(css, timeoutMs) {
-    const id = await this.find(css, timeoutMs);
-    return this.cmd('GET', `/element/${id}/text`);
+    await this.find(css, timeoutMs);
+    return this.run(`return document.querySelector(${JSON.stringify(css)}).textContent.trim()`);
   }
   async click(css) {
     const id = await this.find(css);
     return this.cmd('POST', `/element/${id}/click`, {});
+  }
+  async type(css, text) {
+    const id = await this.find(css);
+    return this.cmd('POST', `/element/${id}/value`, { text });
+  }
+  /// Runs `script` (a function body; `arguments` holds `args`) in the page.
+  run(script, args = []) {
+    return this.cmd('POST', '/execute/sync', { script, args });
+  }
+  /// Waits until `script` returns something truthy in the page; returns it.
+  waitUntil(script, what, timeoutMs = 30000) {
+    return waitFor(() => this.run(script), what, timeoutMs);
   }
   /// Saves a screenshot. WebKit can hand back a frame painted before the last DOM change, so
   /// it retakes the picture (for up to 10 s) until `settled(bytes)` accepts it.

@@ -59,6 +59,16 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     config.validate().map_err(|e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, e))?;
     let listener = tokio::net::TcpListener::bind(config.addr).await?;
+    serve_listener(listener, engine, config, shutdown).await
+}
+
+/// Serves on a socket the caller has bound (so it can report a bind error on its own terms).
+pub async fn serve_listener(
+    listener: tokio::net::TcpListener,
+    engine: Arc<Engine>,
+    config: ServerConfig,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     tracing::info!("listening on http://{}", listener.local_addr()?);
     axum::serve(listener, router(engine, config)).with_graceful_shutdown(shutdown).await
 }

@@ -2,4 +2,5 @@ pub mod chat;
 pub mod engine;
 pub mod model;
 pub mod paths;
+pub mod server;
 pub mod settings;

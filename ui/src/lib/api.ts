@@ -1,6 +1,6 @@
 // The one place the UI talks to Rust. Components call these functions, never `invoke` directly,
 // so tests can mock the IPC at a single seam.
-import { invoke } from '@tauri-apps/api/core';
+import { Channel, invoke } from '@tauri-apps/api/core';
 
 export interface ModelInfo {
   name: string;
@@ -20,4 +20,135 @@ export type ModelStatus =
 
 export function modelStatus(): Promise<ModelStatus> {
   return invoke<ModelStatus>('model_status');
+}
+
+export function openModel(path: string): Promise<ModelStatus> {
+  return invoke<ModelStatus>('open_model', { path });
+}
+
+export type DownloadEvent =
+  | { event: 'started'; total_bytes: number }
+  | { event: 'progress'; downloaded_bytes: number; total_bytes: number; bytes_per_second: number }
+  | { event: 'finished'; path: string }
+  | { event: 'failed'; error: string };
+
+export function downloadDefaultModel(onEvent: (e: DownloadEvent) => void): Promise<ModelStatus> {
+  const channel = new Channel<DownloadEvent>();
+  channel.onmessage = onEvent;
+  return invoke<ModelStatus>('download_default_model', { onEvent: channel });
+}
+
+// ---- Settings ----
+
+export type Language = 'en' | 'zh-CN';
+export type Theme = 'light' | 'dark' | 'system';
+
+export interface Settings {
+  model_path: string | null;
+  threads: number;
+  max_sequences: number;
+  context_size: number;
+  temperature: number;
+  top_p: number;
+  max_tokens: number;
+  thinking_budget: number | null;
+  server_enabled: boolean;
+  server_port: number;
+  language: Language;
+  theme: Theme;
+}
+
+export function getSettings(): Promise<Settings> {
+  return invoke<Settings>('get_settings');
+}
+
+export function saveSettings(settings: Settings): Promise<Settings> {
+  return invoke<Settings>('save_settings', { settings });
+}
+
+// ---- Engine ----
+
+export interface EngineStats {
+  running: number;
+  paused: number;
+  waiting: number;
+  kv_tokens_used: number;
+  kv_tokens_budget: number;
+  tokens_per_second: number;
+  total_generated: number;
+}
+
+export type EngineStatus =
+  | { state: 'empty' }
+  | { state: 'loading'; path: string }
+  | { state: 'ready'; model: ModelInfo; stats: EngineStats }
+  | { state: 'failed'; path: string; error: string };
+
+export function engineStatus(): Promise<EngineStatus> {
+  return invoke<EngineStatus>('engine_status');
+}
+
+// ---- Chat ----
+
+export interface Conversation {
+  id: number;
+  title: string;
+  updated_at: number;
+}
+
+export interface ReplyStats {
+  time_to_first_token_s: number | null;
+  tokens_per_second: number;
+  thinking_tokens: number;
+  answer_tokens: number;
+  thinking_seconds: number | null;
+}
+
+export interface ChatMessage {
+  id: number;
+  conversation_id: number;
+  role: 'user' | 'assistant';
+  content: string;
+  thinking: string;
+  /** null while the reply is being written. */
+  finish_reason: string | null;
+  stats: ReplyStats | null;
+}
+
+export type ChatEvent =
+  | { event: 'started'; prompt_tokens: number }
+  | { event: 'delta'; channel: 'thinking' | 'answer'; text: string }
+  | { event: 'finished'; message: ChatMessage; error: string | null };
+
+function chatChannel(onEvent: (e: ChatEvent) => void): Channel<ChatEvent> {
+  const channel = new Channel<ChatEvent>();
+  channel.onmessage = onEvent;
+  return channel;
+}
+
+export const chat = {
+  list: (query = '') => invoke<Conversation[]>('list_conversations', { query }),
+  create: () => invoke<Conversation>('create_conversation'),
+  rename: (id: number, title: string) => invoke<void>('rename_conversation', { id, title }),
+  remove: (id: number) => invoke<void>('delete_conversation', { id }),
+  messages: (conversationId: number) => invoke<ChatMessage[]>('get_messages', { conversationId }),
+  send: (conversationId: number, content: string, onEvent: (e: ChatEvent) => void) =>
+    invoke<{ question: ChatMessage; reply: ChatMessage }>('send_message', { conversationId, content, onEvent: chatChannel(onEvent) }),
+  regenerate: (conversationId: number, onEvent: (e: ChatEvent) => void) =>
+    invoke<ChatMessage>('regenerate', { conversationId, onEvent: chatChannel(onEvent) }),
+  editAndResend: (messageId: number, content: string, onEvent: (e: ChatEvent) => void) =>
+    invoke<ChatMessage>('edit_and_resend', { messageId, content, onEvent: chatChannel(onEvent) }),
+  stop: (conversationId: number) => invoke<void>('stop_reply', { conversationId }),
+};
+
+// ---- Local API server ----
+
+export type ServerStatus =
+  | { state: 'off' }
+  | { state: 'starting'; port: number }
+  | { state: 'on'; port: number; url: string }
+  | { state: 'failed'; port: number; error: string };
+
+export function serverStatus(): Promise<ServerStatus> {
+  return invoke<ServerStatus>('server_status');
 }

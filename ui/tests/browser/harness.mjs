@@ -41,12 +41,20 @@ export async function mockIpc(page, handlers) {
   await page.addInitScript((table) => {
     window.__TAURI_INTERNALS__ = {
       metadata: { currentWindow: { label: 'main' }, currentWebview: { label: 'main' } },
-      transformCallback: (cb) => { const id = Math.random(); window['_' + id] = cb; return id; },
+      transformCallback: (cb) => { const id = Math.floor(Math.random() * 1e9); window['_' + id] = cb; return id; },
+      unregisterCallback: (id) => { delete window['_' + id]; },
       invoke: async (cmd, args) => {
         const h = table[cmd];
         if (!h) throw new Error(`unmocked command ${cmd}`);
         return h.fn ? (0, eval)(`(${h.fn})`)(args) : h.value;
       },
+    };
+    // Sends `message` on a Tauri channel passed to a mocked command, as Rust's Channel::send does.
+    const next = {};
+    window.__emit = (channel, message) => {
+      const index = (next[channel.id] ??= 0);
+      next[channel.id] += 1;
+      window['_' + channel.id]?.({ index, message });
     };
   }, table);
 }

@@ -1,5 +1,6 @@
 use super::{DownloadEvent, ModelStatus};
 use crate::core::engine::EngineState;
+use crate::core::server::ServerState;
 use crate::core::settings::SettingsState;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,12 +18,14 @@ pub fn model_status(settings: State<'_, SettingsState>) -> ModelStatus {
 pub fn open_model(
     settings: State<'_, SettingsState>,
     engine: State<'_, Arc<EngineState>>,
+    server: State<'_, ServerState>,
     path: String,
 ) -> Result<ModelStatus, String> {
     let path = PathBuf::from(path);
     let info = ponder_engine::model::inspect(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let saved = settings.update(|s| s.model_path = Some(path.clone()))?;
     engine.load(path, &saved);
+    server.apply(saved.server_enabled, saved.server_port, engine.inner().clone());
     Ok(ModelStatus::Ready { info })
 }
 

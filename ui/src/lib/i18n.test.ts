@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { dictionaries, setLanguage, t, type MessageKey } from './i18n.svelte';
+
+const placeholders = (s: string) => [...s.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
+
+// Every component and module of the UI, as text.
+const sources = import.meta.glob<string>(['../**/*.svelte', '../**/*.ts', '!../**/*.test.ts'], { query: '?raw', import: 'default', eager: true });
+
+describe('i18n', () => {
+  const en = dictionaries.en;
+  const zh = dictionaries['zh-CN'];
+
+  it('has every key in both languages, translated, with the same placeholders', () => {
+    expect(Object.keys(zh).sort()).toEqual(Object.keys(en).sort());
+    for (const key of Object.keys(en) as MessageKey[]) {
+      expect(zh[key].trim(), key).not.toBe('');
+      expect(placeholders(zh[key]), key).toEqual(placeholders(en[key]));
+    }
+    // Chinese text is Chinese: at most a few keys (names, "Top-p") may read the same.
+    const same = (Object.keys(en) as MessageKey[]).filter((k) => en[k] === zh[k]);
+    expect(same).toEqual(['settings.topP']);
+  });
+
+  it('every key the components use exists', () => {
+    const used = new Set<string>();
+    expect(Object.keys(sources)).toContain('../App.svelte');
+    for (const text of Object.values(sources)) {
+      for (const m of text.matchAll(/\bt\(\s*'([\w.]+)'/g)) used.add(m[1]);
+    }
+    expect(used.size).toBeGreaterThan(40);
+    const missing = [...used].filter((k) => !(k in en));
+    expect(missing).toEqual([]);
+    // And no key is dead weight.
+    const unused = Object.keys(en).filter((k) => !used.has(k));
+    expect(unused).toEqual([]);
+  });
+
+  it('switches language and fills placeholders', () => {
+    expect(t('chat.tokens', { count: 12 })).toBe('12 tokens');
+    setLanguage('zh-CN');
+    expect(t('chat.tokens', { count: 12 })).toBe('12 个词元');
+    expect(document.documentElement.lang).toBe('zh-CN');
+    setLanguage('en');
+  });
+});

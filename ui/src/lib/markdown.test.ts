@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { renderMarkdown } from './markdown';
+
+function dom(html: string): HTMLElement {
+  const div = document.createElement('div');
+  div.innerHTML = html;
+  return div;
+}
+
+describe('renderMarkdown', () => {
+  it('renders Markdown', () => {
+    const d = dom(renderMarkdown('# Title\n\n**bold** and *it*\n\n- a\n- b\n\n| x | y |\n|---|---|\n| 1 | 2 |'));
+    expect(d.querySelector('h1')?.textContent).toBe('Title');
+    expect(d.querySelector('strong')?.textContent).toBe('bold');
+    expect(d.querySelectorAll('li')).toHaveLength(2);
+    expect(d.querySelector('td')?.textContent).toBe('1');
+  });
+
+  it('renders inline and display maths with KaTeX in every delimiter R1 uses', () => {
+    const d = dom(renderMarkdown('So $x^2 = 4$ and \\(y\\).\n\n$$\\frac{1}{2}$$\n\n\\[\\boxed{42}\\]\n\nInline $$a+b$$ too.'));
+    expect(d.querySelectorAll('.katex')).toHaveLength(5);
+    expect(d.querySelectorAll('.katex-display')).toHaveLength(3);
+    expect(d.querySelector('.katex .msupsub')?.textContent).toContain('2');
+    expect(d.querySelector('.katex math')).toBeTruthy();
+    expect(d.textContent).toContain('42');
+    for (const visible of d.querySelectorAll('.katex-html')) expect(visible.textContent).not.toContain('\\');
+  });
+
+  it('leaves prices, code and bad TeX alone', () => {
+    const d = dom(renderMarkdown('It costs $5 and $10.\n\n`$x$` in code\n\n```python\nprint("$y$")\n```\n\n$\\frac{1}{$'));
+    expect(d.querySelector('p')?.textContent).toBe('It costs $5 and $10.');
+    expect(d.querySelector('p code')?.textContent).toBe('$x$');
+    expect(d.querySelector('pre code')?.textContent).toBe('print("$y$")');
+    expect(d.querySelector('pre code.language-python .hljs-built_in')?.textContent).toBe('print');
+    expect(d.querySelector('.katex-error')).toBeTruthy();
+  });
+
+  it('renders model output inert: no scripts, handlers or javascript: links', () => {
+    const html = renderMarkdown(
+      'Hi <img src=x onerror="alert(1)"> <script>alert(2)</script> [click](javascript:alert(3)) ' +
+        '<a href="javascript:alert(4)">x</a> <iframe src="https://e.com"></iframe> <svg><script>alert(5)</script></svg> ' +
+        '<div onclick="alert(6)" style="color:red">d</div>',
+    );
+    const d = dom(html);
+    expect(d.querySelector('script')).toBeNull();
+    expect(d.querySelector('iframe')).toBeNull();
+    expect(d.querySelector('[onerror]')).toBeNull();
+    expect(d.querySelector('[onclick]')).toBeNull();
+    for (const a of d.querySelectorAll('a')) expect(a.getAttribute('href') ?? '').not.toMatch(/javascript:/i);
+    expect(html).not.toMatch(/alert\([2356]\)/);
+    expect(d.querySelector('img')).toBeTruthy();
+  });
+});

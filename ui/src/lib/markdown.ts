@@ -1,0 +1,83 @@
+// Model output to safe HTML: Markdown (marked), maths (KaTeX), code highlighting (highlight.js),
+// and DOMPurify last, so whatever the model writes (<script>, onerror=, javascript: links)
+// renders inert.
+import { Marked, type TokenizerAndRendererExtension } from 'marked';
+import katex from 'katex';
+import DOMPurify from 'dompurify';
+import hljs from 'highlight.js/lib/core';
+import bash from 'highlight.js/lib/languages/bash';
+import c from 'highlight.js/lib/languages/c';
+import cpp from 'highlight.js/lib/languages/cpp';
+import java from 'highlight.js/lib/languages/java';
+import javascript from 'highlight.js/lib/languages/javascript';
+import json from 'highlight.js/lib/languages/json';
+import latex from 'highlight.js/lib/languages/latex';
+import python from 'highlight.js/lib/languages/python';
+import rust from 'highlight.js/lib/languages/rust';
+import typescript from 'highlight.js/lib/languages/typescript';
+
+for (const [name, lang] of Object.entries({ bash, c, cpp, java, javascript, json, latex, python, rust, typescript })) {
+  hljs.registerLanguage(name, lang);
+}
+
+function tex(source: string, displayMode: boolean): string {
+  // throwOnError: false renders a bad formula as red source text instead of failing the reply.
+  return katex.renderToString(source, { displayMode, throwOnError: false, output: 'htmlAndMathml', strict: 'ignore' });
+}
+
+// Maths delimiters the R1 models use: $$…$$ and \[…\] for display, $…$ and \(…\) inline.
+const blockMath: TokenizerAndRendererExtension = {
+  name: 'blockMath',
+  level: 'block',
+  start: (src) => src.match(/\$\$|\\\[/)?.index,
+  tokenizer(src) {
+    const m = /^(?:\$\$([\s\S]+?)\$\$|\\\[([\s\S]+?)\\\])[ \t]*(?:\n|$)/.exec(src);
+    if (m) return { type: 'blockMath', raw: m[0], text: (m[1] ?? m[2]).trim() };
+  },
+  renderer: (token) => `<div class="math-display">${tex(token.text, true)}</div>`,
+};
+
+const inlineMath: TokenizerAndRendererExtension = {
+  name: 'inlineMath',
+  level: 'inline',
+  start: (src) => src.match(/\$|\\\(|\\\[/)?.index,
+  tokenizer(src) {
+    // $$…$$ or \[…\] inside a paragraph is still display maths.
+    let m = /^(?:\$\$([\s\S]+?)\$\$|\\\[([\s\S]+?)\\\])/.exec(src);
+    if (m) return { type: 'inlineMath', raw: m[0], text: (m[1] ?? m[2]).trim(), display: true };
+    // A single $ opens maths only if followed by non-space and closed before a blank line, and
+    // not by a digit after the closing $ (so "$5 and $10" stays text).
+    m = /^\$(?!\s)((?:\\.|[^$\\\n]|\n(?!\n))+?)(?<!\s)\$(?!\d)/.exec(src) ?? /^\\\(([\s\S]+?)\\\)/.exec(src);
+    if (m) return { type: 'inlineMath', raw: m[0], text: m[1], display: false };
+  },
+  renderer: (token) => (token.display ? `<span class="math-display">${tex(token.text, true)}</span>` : tex(token.text, false)),
+};
+
+const marked = new Marked({
+  gfm: true,
+  breaks: false,
+  extensions: [blockMath, inlineMath],
+  renderer: {
+    code({ text, lang }) {
+      const language = (lang ?? '').trim().split(/\s+/)[0].toLowerCase();
+      const html = language && hljs.getLanguage(language)
+        ? hljs.highlight(text, { language }).value
+        : hljs.highlightAuto(text).value;
+      return `<pre><code class="hljs${language ? ` language-${language}` : ''}">${html}</code></pre>`;
+    },
+  },
+});
+
+// Links open nowhere inside the app window; keep them visibly links but make them inert for
+// navigation (the click handler in Markdown.svelte stops them).
+DOMPurify.addHook('afterSanitizeAttributes', (node) => {
+  if (node.tagName === 'A') {
+    node.setAttribute('rel', 'noopener noreferrer');
+    node.setAttribute('target', '_blank');
+  }
+});
+
+export function renderMarkdown(source: string): string {
+  const html = marked.parse(source, { async: false });
+  return DOMPurify.sanitize(html, { USE_PROFILES: { html: true, mathMl: true, svg: true }, FORBID_TAGS: ['style', 'form', 'input', 'button', 'iframe'] });
+}

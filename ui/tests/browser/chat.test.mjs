@@ -1,0 +1,146 @@
+// Browser test of a chat exchange: the built UI in Chromium with the Rust side mocked, replies
+// streamed over the same channel protocol Tauri uses.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startPreview, launchBrowser, mockIpc } from './harness.mjs';
+
+let server, browser;
+before(async () => {
+  server = await startPreview();
+  browser = await launchBrowser();
+});
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+const info = { name: 'Tiny R1', path: '/m/x.gguf', architecture: 'qwen2', quantization: 'Q4K', file_size: 1e9,
+  context_length: 4096, parameters: 1.5e9, reasoning: true };
+const settings = { model_path: null, threads: 2, max_sequences: 8, context_size: 4096, temperature: 0.6, top_p: 0.95,
+  max_tokens: 512, thinking_budget: null, server_enabled: false, server_port: 8080, language: 'en', theme: 'light' };
+
+// A small in-page stand-in for the Rust chat commands.
+const chatMocks = {
+  model_status: { state: 'ready', info },
+  get_settings: settings,
+  server_status: { state: 'off' },
+  engine_status: { state: 'ready', model: info, stats: { running: 0, paused: 0, waiting: 0, kv_tokens_used: 0,
+    kv_tokens_budget: 32768, tokens_per_second: 0, total_generated: 0 } },
+  list_conversations: () => (window.__db ??= { convs: [], msgs: [], next: 1 }).convs.slice().reverse(),
+  create_conversation: () => {
+    const db = (window.__db ??= { convs: [], msgs: [], next: 1 });
+    const c = { id: db.next++, title: '', updated_at: 0 };
+    db.convs.push(c);
+    return c;
+  },
+  rename_conversation: ({ id, title }) => { window.__db.convs.find((c) => c.id === id).title = title; },
+  delete_conversation: ({ id }) => { window.__db.convs = window.__db.convs.filter((c) => c.id !== id); },
+  get_messages: ({ conversationId }) => window.__db.msgs.filter((m) => m.conversation_id === conversationId),
+  stop_reply: () => { window.__stopped = true; },
+  send_message: ({ conversationId, content, onEvent }) => {
+    const db = window.__db;
+    const conv = db.convs.find((c) => c.id === conversationId);
+    if (!conv.title) conv.title = content;
+    const mk = (role, text) => ({ id: db.next++, conversation_id: conversationId, role, content: text, thinking: '',
+      finish_reason: role === 'user' ? 'stop' : null, stats: null });
+    const question = mk('user', content);
+    const reply = mk('assistant', '');
+    db.msgs.push(question, reply);
+    const script = [
+      { event: 'started', prompt_tokens: 12 },
+      ...['The user ', 'asks for ', '2 + 2. ', 'Adding gives 4.'].map((text) => ({ event: 'delta', channel: 'thinking', text })),
+      ...['**Answer:** ', '$2 + 2 = 4$', '\n\n<img src=x onerror="window.pwned=1">'].map((text) => ({ event: 'delta', channel: 'answer', text })),
+    ];
+    let i = 0;
+    const tick = () => {
+      if (window.__hold && i === 5) return setTimeout(tick, 30);
+      if (i < script.length) {
+        window.__emit(onEvent, script[i++]);
+        return setTimeout(tick, 30);
+      }
+      const done = { ...reply, content: '**Answer:** $2 + 2 = 4$\n\n<img src=x onerror="window.pwned=1">', thinking: 'The user asks for 2 + 2. Adding gives 4.',
+        finish_reason: 'stop', stats: { time_to_first_token_s: 0.2, tokens_per_second: 20, thinking_tokens: 4, answer_tokens: 3, thinking_seconds: 0.1 } };
+      Object.assign(reply, done);
+      window.__emit(onEvent, { event: 'finished', message: done, error: null });
+    };
+    setTimeout(tick, 30);
+    return { question, reply };
+  },
+};
+
+test('chat: a question streams thinking then a rendered, sanitised answer', async () => {
+  const page = await browser.newPage();
+  await mockIpc(page, chatMocks);
+  await page.addInitScript(() => { window.__hold = true; });
+  await page.goto(server.url);
+  await page.getByTestId('workbench').waitFor();
+  await page.getByTestId('empty-thread').waitFor();
+  assert.equal(await page.getByTestId('send').isDisabled(), true);
+
+  await page.getByTestId('composer').fill('What is 2 + 2?');
+  await page.getByTestId('composer').press('Enter');
+  assert.equal(await page.getByTestId('question').textContent(), 'What is 2 + 2?');
+
+  // Held mid-thought: the thinking block is open and live, with a Stop button.
+  const thinking = page.getByTestId('thinking');
+  await page.waitForFunction(() => document.querySelector('[data-testid=thinking-text]')?.textContent === 'The user asks for 2 + 2. Adding gives 4.');
+  assert.equal(await thinking.getAttribute('data-state'), 'thinking');
+  assert.equal(await thinking.evaluate((d) => d.open), true);
+  assert.match(await page.getByTestId('thinking-meta').textContent(), /^4 tokens · \d+\.\d s$/);
+  assert.ok(await page.getByTestId('composer-stop').isVisible());
+
+  await page.evaluate(() => { window.__hold = false; });
+  await page.getByTestId('stats').waitFor();
+  assert.equal(await thinking.getAttribute('data-state'), 'done');
+  assert.equal(await thinking.evaluate((d) => d.open), false, 'the thought folds away when the answer starts');
+  const answer = page.getByTestId('answer');
+  assert.equal(await answer.locator('strong').textContent(), 'Answer:');
+  assert.equal(await answer.locator('.katex').count(), 1);
+  assert.equal(await answer.locator('[onerror]').count(), 0);
+  assert.equal(await page.evaluate(() => window.pwned), undefined);
+  assert.match(await page.getByTestId('stats').textContent(), /First token 0\.20 s · 20\.0 tok\/s · 4 thinking \+ 3 answer tokens/);
+  assert.ok(await page.getByTestId('send').isVisible());
+
+  // The conversation is listed under its first question, and opens again from the sidebar.
+  await page.getByTestId('conversation').first().waitFor();
+  assert.equal(await page.getByTestId('conversation').first().textContent().then((s) => s.trim().startsWith('What is 2 + 2?')), true);
+  await page.getByTestId('new-chat').click();
+  await page.getByTestId('empty-thread').waitFor();
+  await page.getByTestId('conversation').nth(1).locator('button.title').click();
+  await page.getByTestId('answer').waitFor();
+  await thinking.locator('summary').click();
+  assert.equal(await thinking.evaluate((d) => d.open), true, 'the thought can be reopened');
+  await page.close();
+});
+
+test('chat: Stop asks Rust to stop the reply', async () => {
+  const page = await browser.newPage();
+  await mockIpc(page, chatMocks);
+  await page.addInitScript(() => { window.__hold = true; });
+  await page.goto(server.url);
+  await page.getByTestId('composer').fill('Count to a million');
+  await page.getByTestId('send').click();
+  await page.getByTestId('stop').click();
+  await page.waitForFunction(() => window.__stopped === true);
+  await page.close();
+});
+
+test('settings: switching to Chinese translates the window and is saved', async () => {
+  const page = await browser.newPage();
+  await mockIpc(page, { ...chatMocks, save_settings: ({ settings }) => { window.__saved = settings; return settings; } });
+  await page.goto(server.url);
+  await page.getByTestId('tab-settings').click();
+  await page.getByTestId('language').selectOption('zh-CN');
+  await page.getByTestId('thinking-budget').fill('256');
+  await page.getByTestId('theme').selectOption('dark');
+  await page.getByTestId('save-settings').click();
+  await page.getByTestId('settings-message').waitFor();
+  assert.equal(await page.getByTestId('settings-message').textContent(), '已保存。');
+  assert.equal(await page.getByTestId('tab-chat').textContent(), '对话');
+  const saved = await page.evaluate(() => window.__saved);
+  assert.equal(saved.language, 'zh-CN');
+  assert.equal(saved.thinking_budget, 256);
+  assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'dark');
+  assert.equal(await page.evaluate(() => document.documentElement.lang), 'zh-CN');
+  await page.close();
+});
