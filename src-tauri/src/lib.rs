@@ -3,7 +3,7 @@
 
 mod core;
 
-use core::{chat, engine, model, server, settings};
+use core::{chat, engine, jobs, model, server, settings};
 use std::sync::Arc;
 use tauri::Manager;
 
@@ -33,6 +33,7 @@ pub fn run() {
             app.manage(settings);
             app.manage(engine);
             app.manage(api_server);
+            app.manage(Arc::new(jobs::JobsState::open(paths.jobs_db()).map_err(anyhow::Error::msg)?));
             app.manage(Arc::new(chat::ChatState::new(chat_store)));
             Ok(())
         })
@@ -53,6 +54,16 @@ pub fn run() {
             chat::commands::regenerate,
             chat::commands::edit_and_resend,
             chat::commands::stop_reply,
+            jobs::commands::preview_file,
+            jobs::commands::create_job,
+            jobs::commands::list_jobs,
+            jobs::commands::job_table,
+            jobs::commands::problem_samples,
+            jobs::commands::run_job,
+            jobs::commands::pause_job,
+            jobs::commands::cancel_job,
+            jobs::commands::delete_job,
+            jobs::commands::export_job,
         ])
         .run(tauri::generate_context!())
         .expect("error while running the Ponder app");

@@ -145,3 +145,117 @@ pub fn to_markdown(title: &str, rows: &[Row]) -> String {
     }
     md
 }
+
+/// Where one problem of a job stands, for a live table: its answers so far and, once all its
+/// samples are in, the verdict.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ProblemStatus {
+    pub idx: usize,
+    pub id: String,
+    pub question: String,
+    pub key: Option<String>,
+    pub line: usize,
+    pub samples_done: usize,
+    pub samples_total: usize,
+    /// Extracted answers of the finished samples, in sample order.
+    pub answers: Vec<Option<String>>,
+    pub majority: Option<String>,
+    pub agreement: f64,
+    /// `None` until every sample of the problem is done.
+    pub verdict: Option<Verdict>,
+}
+
+/// Problems by verdict, for the report's summary and chart.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct VerdictCounts {
+    pub confirmed: usize,
+    pub disputed: usize,
+    pub unsure: usize,
+    pub answered: usize,
+    /// Problems with samples still to run.
+    pub pending: usize,
+}
+
+pub fn statuses(problems: &[Problem], samples: &[SampleRow], samples_per_problem: usize) -> Vec<ProblemStatus> {
+    let mut by_problem: Vec<Vec<&SampleRow>> = vec![Vec::new(); problems.len()];
+    for s in samples {
+        if let Some(v) = by_problem.get_mut(s.problem_idx) {
+            v.push(s);
+        }
+    }
+    problems
+        .iter()
+        .zip(by_problem)
+        .enumerate()
+        .map(|(idx, (p, mut mine))| {
+            mine.sort_by_key(|s| s.sample_idx);
+            let answers: Vec<Option<String>> = mine.iter().map(|s| s.extracted.clone()).collect();
+            let j = judge(p.key.as_deref(), &answers);
+            let complete = mine.len() >= samples_per_problem;
+            ProblemStatus {
+                idx,
+                id: p.id.clone(),
+                question: p.question.clone(),
+                key: p.key.clone(),
+                line: p.line,
+                samples_done: mine.len(),
+                samples_total: samples_per_problem,
+                majority: j.majority,
+                agreement: if mine.is_empty() { 0.0 } else { j.agreement },
+                verdict: complete.then_some(j.verdict),
+                answers,
+            }
+        })
+        .collect()
+}
+
+pub fn counts(statuses: &[ProblemStatus]) -> VerdictCounts {
+    let mut c = VerdictCounts::default();
+    for s in statuses {
+        match s.verdict {
+            Some(Verdict::Confirmed) => c.confirmed += 1,
+            Some(Verdict::Disputed) => c.disputed += 1,
+            Some(Verdict::Unsure) => c.unsure += 1,
+            Some(Verdict::Answered) => c.answered += 1,
+            None => c.pending += 1,
+        }
+    }
+    c
+}
+
+#[cfg(test)]
+mod status_tests {
+    use super::*;
+
+    fn problem(id: &str, key: Option<&str>) -> Problem {
+        Problem { id: id.into(), question: format!("q{id}"), key: key.map(Into::into), extra: vec![], line: 2 }
+    }
+
+    fn sample(p: usize, s: usize, extracted: &str) -> SampleRow {
+        SampleRow {
+            problem_idx: p,
+            sample_idx: s,
+            answer: String::new(),
+            thinking: String::new(),
+            extracted: Some(extracted.into()),
+            finish_reason: "stop".into(),
+            prompt_tokens: 0,
+            thinking_tokens: 0,
+            answer_tokens: 0,
+            ttft_ms: 0,
+            duration_ms: 0,
+        }
+    }
+
+    #[test]
+    fn a_problem_gets_its_verdict_only_when_all_samples_are_in() {
+        let problems = [problem("1", Some("4")), problem("2", Some("10")), problem("3", None)];
+        let samples = [sample(0, 1, "4"), sample(0, 0, "4.0"), sample(1, 0, "12"), sample(1, 1, "12"), sample(2, 0, "7")];
+        let st = statuses(&problems, &samples, 2);
+        assert_eq!(st[0].answers, vec![Some("4.0".to_string()), Some("4".to_string())]);
+        assert_eq!((st[0].verdict, st[0].agreement), (Some(Verdict::Confirmed), 1.0));
+        assert_eq!((st[1].verdict, st[1].majority.as_deref()), (Some(Verdict::Disputed), Some("12")));
+        assert_eq!((st[2].verdict, st[2].samples_done), (None, 1));
+        assert_eq!(counts(&st), VerdictCounts { confirmed: 1, disputed: 1, unsure: 0, answered: 0, pending: 1 });
+    }
+}

@@ -22,6 +22,10 @@ impl AppPaths {
         self.data_dir.join("settings.json")
     }
 
+    pub fn jobs_db(&self) -> PathBuf {
+        self.data_dir.join("jobs.sqlite")
+    }
+
     pub fn chat_db(&self) -> PathBuf {
         self.data_dir.join("chat.sqlite")
     }

@@ -1,0 +1,70 @@
+//! The batch jobs' Tauri commands: thin calls into [`JobsState`].
+use super::{ExportFormat, FilePreview, JobTable, JobUiEvent, JobsState};
+use crate::core::engine::EngineState;
+use crate::core::settings::SettingsState;
+use ponder_jobs::store::{JobSummary, SampleRow};
+use ponder_jobs::{JobId, JobOptions};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tauri::ipc::Channel;
+use tauri::State;
+
+type Jobs<'a> = State<'a, Arc<JobsState>>;
+
+#[tauri::command(async)]
+pub fn preview_file(path: String) -> Result<FilePreview, String> {
+    super::preview(&PathBuf::from(path))
+}
+
+#[tauri::command(async)]
+pub fn create_job(jobs: Jobs<'_>, path: String, options: JobOptions) -> Result<JobSummary, String> {
+    jobs.create(&PathBuf::from(path), &options)
+}
+
+#[tauri::command]
+pub fn list_jobs(jobs: Jobs<'_>) -> Result<Vec<JobSummary>, String> {
+    jobs.store.lock().unwrap().jobs().map_err(|e| e.to_string())
+}
+
+#[tauri::command(async)]
+pub fn job_table(jobs: Jobs<'_>, id: JobId) -> Result<JobTable, String> {
+    jobs.table(id)
+}
+
+#[tauri::command(async)]
+pub fn problem_samples(jobs: Jobs<'_>, id: JobId, problem_idx: usize) -> Result<Vec<SampleRow>, String> {
+    jobs.samples(id, problem_idx)
+}
+
+/// Starts or resumes a job, or attaches to it if it runs already; events arrive on `on_event`.
+#[tauri::command]
+pub fn run_job(
+    jobs: Jobs<'_>,
+    engine: State<'_, Arc<EngineState>>,
+    settings: State<'_, SettingsState>,
+    id: JobId,
+    on_event: Channel<JobUiEvent>,
+) -> Result<(), String> {
+    let max_seqs = settings.get().max_sequences;
+    jobs.run(id, engine.inner().clone(), max_seqs, on_event)
+}
+
+#[tauri::command]
+pub fn pause_job(jobs: Jobs<'_>, id: JobId) {
+    jobs.pause(id)
+}
+
+#[tauri::command]
+pub fn cancel_job(jobs: Jobs<'_>, id: JobId) -> Result<(), String> {
+    jobs.cancel(id)
+}
+
+#[tauri::command]
+pub fn delete_job(jobs: Jobs<'_>, id: JobId) -> Result<(), String> {
+    jobs.delete(id)
+}
+
+#[tauri::command(async)]
+pub fn export_job(jobs: Jobs<'_>, id: JobId, format: ExportFormat, path: String) -> Result<(), String> {
+    jobs.export(id, format, &PathBuf::from(path))
+}

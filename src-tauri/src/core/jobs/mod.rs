@@ -1,0 +1,347 @@
+//! Batch jobs in the app: previews of dropped files, jobs kept in SQLite (the jobs crate's
+//! store), each running on a thread of its own against the shared engine, with progress and
+//! live text sent to every window that watches it.
+pub mod commands;
+
+use crate::core::engine::EngineState;
+use ponder_jobs::backend::LocalBackend;
+use ponder_jobs::report::{self, ProblemStatus, VerdictCounts};
+use ponder_jobs::runner::{run_job, JobControl, JobEvent};
+use ponder_jobs::store::{JobSummary, SampleRow};
+use ponder_jobs::{JobId, JobOptions, JobState, Problem, Store};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// What the window hears about a running job.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum JobUiEvent {
+    /// Progress, finished samples and live text, as the runner reports them.
+    Run(JobEvent),
+    /// The job stopped running: done, paused, cancelled, or failed.
+    State { state: JobState, error: Option<String> },
+}
+
+/// Where a job's events go; Tauri channels in the app, a vector in tests.
+pub trait JobSink: Send + 'static {
+    /// `false` once nobody listens on it.
+    fn send(&self, event: &JobUiEvent) -> bool;
+}
+
+impl JobSink for tauri::ipc::Channel<JobUiEvent> {
+    fn send(&self, event: &JobUiEvent) -> bool {
+        tauri::ipc::Channel::send(self, event.clone()).is_ok()
+    }
+}
+
+type Listeners = Arc<Mutex<Vec<Box<dyn JobSink>>>>;
+
+struct Running {
+    control: JobControl,
+    listeners: Listeners,
+}
+
+fn broadcast(listeners: &Listeners, event: JobUiEvent) {
+    listeners.lock().unwrap().retain(|l| l.send(&event));
+}
+
+/// A dropped file as the preview shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct FilePreview {
+    pub path: String,
+    pub name: String,
+    pub format: ponder_jobs::reader::Format,
+    pub encoding: String,
+    pub problem_count: usize,
+    /// The first few problems.
+    pub problems: Vec<Problem>,
+    pub has_key: bool,
+    pub columns: ponder_jobs::reader::Columns,
+    pub warnings: Vec<ponder_jobs::reader::Warning>,
+    /// Samples per problem to suggest: several to validate a key, one to just answer.
+    pub suggested_samples: usize,
+}
+
+/// A job as its table shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobTable {
+    pub summary: JobSummary,
+    pub options: JobOptions,
+    pub problems: Vec<ProblemStatus>,
+    pub counts: VerdictCounts,
+}
+
+pub const PREVIEW_PROBLEMS: usize = 5;
+
+pub fn preview(path: &Path) -> Result<FilePreview, String> {
+    let p = ponder_jobs::read_file(path, &Default::default()).map_err(|e| e.to_string())?;
+    Ok(FilePreview {
+        path: path.display().to_string(),
+        name: path.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+        format: p.format,
+        encoding: p.encoding,
+        problem_count: p.problems.len(),
+        suggested_samples: if p.has_key { 4 } else { 1 },
+        problems: p.problems.into_iter().take(PREVIEW_PROBLEMS).collect(),
+        has_key: p.has_key,
+        columns: p.columns,
+        warnings: p.warnings,
+    })
+}
+
+pub struct JobsState {
+    db_path: PathBuf,
+    pub store: Mutex<Store>,
+    running: Mutex<HashMap<JobId, Running>>,
+}
+
+impl JobsState {
+    /// Opens the job store; jobs that were running when the app last stopped become paused,
+    /// to be resumed when the user asks.
+    pub fn open(db_path: PathBuf) -> Result<Self, String> {
+        let store = Store::open(&db_path).map_err(|e| format!("{}: {e}", db_path.display()))?;
+        for job in store.jobs().map_err(|e| e.to_string())? {
+            if matches!(job.state, JobState::Running | JobState::Queued) && job.samples_done < job.samples_total {
+                let _ = store.set_state(job.id, JobState::Paused);
+            }
+        }
+        Ok(Self { db_path, store: Mutex::new(store), running: Mutex::new(HashMap::new()) })
+    }
+
+    /// Reads the file again (what the preview showed may have changed) and stores a new job.
+    pub fn create(&self, path: &Path, options: &JobOptions) -> Result<JobSummary, String> {
+        if options.samples == 0 || options.samples > 64 {
+            return Err("samples per problem must be between 1 and 64".into());
+        }
+        if options.max_tokens == 0 {
+            return Err("max tokens must be at least 1".into());
+        }
+        let p = ponder_jobs::read_file(path, &Default::default()).map_err(|e| e.to_string())?;
+        if p.problems.is_empty() {
+            return Err(format!("{}: no problems found", path.display()));
+        }
+        let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let mut store = self.store.lock().unwrap();
+        let id = store.create_job(&name, &path.display().to_string(), options, &p.problems).map_err(|e| e.to_string())?;
+        store.job(id).map_err(|e| e.to_string())
+    }
+
+    pub fn table(&self, id: JobId) -> Result<JobTable, String> {
+        let store = self.store.lock().unwrap();
+        let summary = store.job(id).map_err(|e| e.to_string())?;
+        let options = store.options(id).map_err(|e| e.to_string())?;
+        let problems = report::statuses(
+            &store.problems(id).map_err(|e| e.to_string())?,
+            &store.samples(id).map_err(|e| e.to_string())?,
+            options.samples,
+        );
+        let counts = report::counts(&problems);
+        Ok(JobTable { summary, options, problems, counts })
+    }
+
+    pub fn samples(&self, id: JobId, problem_idx: usize) -> Result<Vec<SampleRow>, String> {
+        let store = self.store.lock().unwrap();
+        let mut rows: Vec<SampleRow> =
+            store.samples(id).map_err(|e| e.to_string())?.into_iter().filter(|s| s.problem_idx == problem_idx).collect();
+        rows.sort_by_key(|s| s.sample_idx);
+        Ok(rows)
+    }
+
+    pub fn is_running(&self, id: JobId) -> bool {
+        self.running.lock().unwrap().contains_key(&id)
+    }
+
+    /// Runs (or resumes) a job; a job already running just gains a listener.
+    pub fn run(self: &Arc<Self>, id: JobId, engine: Arc<EngineState>, max_seqs: usize, sink: impl JobSink) -> Result<(), String> {
+        let listeners: Listeners = {
+            let mut running = self.running.lock().unwrap();
+            if let Some(r) = running.get(&id) {
+                r.listeners.lock().unwrap().push(Box::new(sink));
+                return Ok(());
+            }
+            let summary = self.store.lock().unwrap().job(id).map_err(|e| e.to_string())?;
+            if summary.state == JobState::Done {
+                return Err(format!("job {id} is already complete"));
+            }
+            let listeners: Listeners = Arc::new(Mutex::new(vec![Box::new(sink) as Box<dyn JobSink>]));
+            running.insert(id, Running { control: JobControl::default(), listeners: listeners.clone() });
+            listeners
+        };
+        let control = self.running.lock().unwrap()[&id].control.clone();
+        let this = self.clone();
+        std::thread::Builder::new()
+            .name(format!("ponder-job-{id}"))
+            .spawn(move || {
+                let outcome = this.run_blocking(id, &engine, max_seqs, &control, &listeners);
+                this.running.lock().unwrap().remove(&id);
+                let (state, error) = match outcome {
+                    Ok(state) => (state, None),
+                    Err(e) => {
+                        tracing::error!("job {id}: {e}");
+                        let _ = this.store.lock().unwrap().set_state(id, JobState::Paused);
+                        (JobState::Paused, Some(e))
+                    }
+                };
+                broadcast(&listeners, JobUiEvent::State { state, error });
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    fn run_blocking(&self, id: JobId, engine: &EngineState, max_seqs: usize, control: &JobControl, listeners: &Listeners) -> Result<JobState, String> {
+        let engine = engine.wait()?;
+        // The runner writes through a connection of its own, so reading the table never waits
+        // for a step of the job.
+        let store = Store::open(&self.db_path).map_err(|e| e.to_string())?;
+        let backend = LocalBackend { engine: &engine, max_seqs };
+        run_job(&store, id, &backend, control, |ev| broadcast(listeners, JobUiEvent::Run(ev))).map_err(|e| e.to_string())
+    }
+
+    pub fn pause(&self, id: JobId) {
+        if let Some(r) = self.running.lock().unwrap().get(&id) {
+            r.control.pause();
+        }
+    }
+
+    /// Cancels a running job, or marks a paused one cancelled; what is done is kept.
+    pub fn cancel(&self, id: JobId) -> Result<(), String> {
+        match self.running.lock().unwrap().get(&id) {
+            Some(r) => r.control.cancel(),
+            None => self.store.lock().unwrap().set_state(id, JobState::Cancelled).map_err(|e| e.to_string())?,
+        }
+        Ok(())
+    }
+
+    pub fn delete(&self, id: JobId) -> Result<(), String> {
+        if self.is_running(id) {
+            return Err("stop the job before deleting it".into());
+        }
+        self.store.lock().unwrap().delete_job(id).map_err(|e| e.to_string())
+    }
+
+    /// Writes the job's results or report: CSV, JSONL or Markdown.
+    pub fn export(&self, id: JobId, format: ExportFormat, path: &Path) -> Result<(), String> {
+        let (rows, name) = {
+            let store = self.store.lock().unwrap();
+            (report::rows(&store, id).map_err(|e| e.to_string())?, store.job(id).map_err(|e| e.to_string())?.name)
+        };
+        let text = match format {
+            ExportFormat::Csv => report::to_csv(&rows),
+            ExportFormat::Jsonl => report::to_jsonl(&rows),
+            ExportFormat::Markdown => report::to_markdown(&format!("Validation of {name}"), &rows),
+        };
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+#[derive(Debug, Clone, Copy, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExportFormat {
+    Csv,
+    Jsonl,
+    Markdown,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::settings::Settings;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    impl JobSink for mpsc::Sender<JobUiEvent> {
+        fn send(&self, event: &JobUiEvent) -> bool {
+            mpsc::Sender::send(self, event.clone()).is_ok()
+        }
+    }
+
+    fn small_model() -> PathBuf {
+        let models = std::env::var_os("PONDER_TEST_MODELS")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ponder/test-models"));
+        let p = models.join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
+        assert!(p.exists(), "test model {} is missing: run scripts/fetch-test-models.sh", p.display());
+        p
+    }
+
+    fn state_of(rx: &mpsc::Receiver<JobUiEvent>, seen: &mut Vec<JobUiEvent>) -> (JobState, Option<String>) {
+        loop {
+            match rx.recv_timeout(Duration::from_secs(300)).expect("the job never stopped") {
+                JobUiEvent::State { state, error } => return (state, error),
+                ev => seen.push(ev),
+            }
+        }
+    }
+
+    #[test]
+    fn a_keyed_file_runs_to_verdicts_pauses_resumes_and_exports() {
+        ponder_engine::set_threads(2);
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("set.csv");
+        std::fs::write(&csv, "question,answer\nWhat is 2 + 2?,4\nWhat is 3 * 3?,9\nWhat is 10 - 7?,3\n").unwrap();
+        let p = preview(&csv).unwrap();
+        assert_eq!((p.problem_count, p.has_key, p.suggested_samples), (3, true, 4));
+        assert_eq!(p.columns.key.as_deref(), Some("answer"));
+        assert!(preview(&dir.path().join("missing.csv")).unwrap_err().contains("missing.csv"));
+
+        let settings = Settings { max_sequences: 4, context_size: 2048, ..Settings::default() };
+        let engine = Arc::new(EngineState::default());
+        engine.load(small_model(), &settings);
+        let jobs = Arc::new(JobsState::open(dir.path().join("jobs.sqlite")).unwrap());
+        let options = JobOptions { samples: 2, max_tokens: 40, temperature: 0.0, math_instruction: true, ..Default::default() };
+        assert!(jobs.create(&csv, &JobOptions { samples: 0, ..options.clone() }).unwrap_err().contains("samples"));
+        let job = jobs.create(&csv, &options).unwrap();
+        assert_eq!((job.problems, job.samples_total, job.samples_done), (3, 6, 0));
+
+        // Pause as soon as the first sample is in; what is done stays done.
+        let (tx, rx) = mpsc::channel();
+        jobs.run(job.id, engine.clone(), 4, tx).unwrap();
+        let mut seen = Vec::new();
+        loop {
+            match rx.recv_timeout(Duration::from_secs(300)).unwrap() {
+                JobUiEvent::Run(JobEvent::Sample { .. }) => break,
+                ev => seen.push(ev),
+            }
+        }
+        assert!(seen.iter().any(|e| matches!(e, JobUiEvent::Run(JobEvent::Delta { .. }))), "live text is sent");
+        jobs.pause(job.id);
+        assert_eq!(state_of(&rx, &mut seen), (JobState::Paused, None));
+        let paused = jobs.table(job.id).unwrap();
+        assert_eq!(paused.summary.state, JobState::Paused);
+        assert!(paused.summary.samples_done >= 1 && paused.summary.samples_done < 6);
+
+        // Reopening the store (an app restart) keeps the job paused; resume runs the rest.
+        drop(jobs);
+        let jobs = Arc::new(JobsState::open(dir.path().join("jobs.sqlite")).unwrap());
+        let (tx, rx) = mpsc::channel();
+        jobs.run(job.id, engine.clone(), 4, tx).unwrap();
+        // A second window attaches to the same run.
+        let (tx2, rx2) = mpsc::channel();
+        jobs.run(job.id, engine.clone(), 4, tx2).unwrap();
+        let mut seen = Vec::new();
+        assert_eq!(state_of(&rx, &mut seen), (JobState::Done, None));
+        assert_eq!(state_of(&rx2, &mut Vec::new()).0, JobState::Done);
+        let progress: Vec<_> = seen.iter().filter_map(|e| match e { JobUiEvent::Run(JobEvent::Progress(p)) => Some(p.done), _ => None }).collect();
+        assert_eq!(progress.last(), Some(&6));
+
+        let table = jobs.table(job.id).unwrap();
+        assert_eq!(table.summary.samples_done, 6);
+        assert!(table.problems.iter().all(|p| p.verdict.is_some() && p.answers.len() == 2));
+        let c = &table.counts;
+        assert_eq!((c.confirmed + c.disputed + c.unsure, c.pending, c.answered), (3, 0, 0));
+        assert_eq!(jobs.samples(job.id, 1).unwrap().len(), 2);
+        assert!(jobs.run(job.id, engine.clone(), 4, mpsc::channel().0).unwrap_err().contains("already complete"));
+
+        for (format, name) in [(ExportFormat::Csv, "r.csv"), (ExportFormat::Jsonl, "r.jsonl"), (ExportFormat::Markdown, "r.md")] {
+            let out = dir.path().join(name);
+            jobs.export(job.id, format, &out).unwrap();
+            let text = std::fs::read_to_string(&out).unwrap();
+            assert!(text.contains("What is 3 * 3?"), "{name}: {text}");
+        }
+        assert!(std::fs::read_to_string(dir.path().join("r.md")).unwrap().starts_with("# Validation of set.csv"));
+        jobs.delete(job.id).unwrap();
+        assert!(jobs.table(job.id).is_err());
+    }
+}
