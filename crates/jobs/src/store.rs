@@ -194,11 +194,26 @@ impl Store {
     }
 
     pub fn samples(&self, job: JobId) -> Result<Vec<SampleRow>> {
-        let mut st = self.conn.prepare(
-            "SELECT problem_idx, sample_idx, answer, thinking, extracted, finish_reason, prompt_tokens, thinking_tokens,
+        self.sample_rows(job, "answer, thinking", "")
+    }
+
+    /// One problem's samples, in full.
+    pub fn problem_samples(&self, job: JobId, problem_idx: usize) -> Result<Vec<SampleRow>> {
+        self.sample_rows(job, "answer, thinking", &format!("AND problem_idx = {problem_idx}"))
+    }
+
+    /// Every sample without its text (answer and thinking left empty): what a live table needs,
+    /// without reading megabytes of reasoning.
+    pub fn sample_outcomes(&self, job: JobId) -> Result<Vec<SampleRow>> {
+        self.sample_rows(job, "'', ''", "")
+    }
+
+    fn sample_rows(&self, job: JobId, text_columns: &str, filter: &str) -> Result<Vec<SampleRow>> {
+        let mut st = self.conn.prepare(&format!(
+            "SELECT problem_idx, sample_idx, {text_columns}, extracted, finish_reason, prompt_tokens, thinking_tokens,
                     answer_tokens, ttft_ms, duration_ms
-             FROM samples WHERE job_id = ?1 ORDER BY problem_idx, sample_idx",
-        )?;
+             FROM samples WHERE job_id = ?1 {filter} ORDER BY problem_idx, sample_idx",
+        ))?;
         let rows = st.query_map([job], |r| {
             Ok(SampleRow {
                 problem_idx: r.get::<_, i64>(0)? as usize,

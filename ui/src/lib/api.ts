@@ -152,3 +152,128 @@ export type ServerStatus =
 export function serverStatus(): Promise<ServerStatus> {
   return invoke<ServerStatus>('server_status');
 }
+
+// ---- Batch jobs ----
+
+export interface Problem {
+  id: string;
+  question: string;
+  key: string | null;
+  extra: [string, string][];
+  line: number;
+}
+
+export interface FilePreview {
+  path: string;
+  name: string;
+  format: string;
+  encoding: string;
+  problem_count: number;
+  problems: Problem[];
+  has_key: boolean;
+  columns: { question: string | null; key: string | null; id: string | null; extra: string[] };
+  warnings: { line: number; message: string }[];
+  suggested_samples: number;
+}
+
+export interface JobOptions {
+  samples: number;
+  max_tokens: number;
+  thinking_budget: number | null;
+  temperature: number;
+  top_p: number;
+  seed: number | null;
+  math_instruction: boolean;
+}
+
+export type JobState = 'queued' | 'running' | 'paused' | 'cancelled' | 'done';
+export type Verdict = 'confirmed' | 'disputed' | 'unsure' | 'answered';
+
+export interface JobSummary {
+  id: number;
+  name: string;
+  source: string;
+  state: JobState;
+  created_at: number;
+  problems: number;
+  samples_total: number;
+  samples_done: number;
+  has_key: boolean;
+}
+
+export interface ProblemStatus {
+  idx: number;
+  id: string;
+  question: string;
+  key: string | null;
+  line: number;
+  samples_done: number;
+  samples_total: number;
+  answers: (string | null)[];
+  majority: string | null;
+  agreement: number;
+  verdict: Verdict | null;
+}
+
+export interface VerdictCounts {
+  confirmed: number;
+  disputed: number;
+  unsure: number;
+  answered: number;
+  pending: number;
+}
+
+export interface JobTable {
+  summary: JobSummary;
+  options: JobOptions;
+  problems: ProblemStatus[];
+  counts: VerdictCounts;
+}
+
+export interface SampleRow {
+  problem_idx: number;
+  sample_idx: number;
+  answer: string;
+  thinking: string;
+  extracted: string | null;
+  finish_reason: string;
+  prompt_tokens: number;
+  thinking_tokens: number;
+  answer_tokens: number;
+  ttft_ms: number;
+  duration_ms: number;
+}
+
+export interface JobProgress {
+  done: number;
+  total: number;
+  tokens_per_second: number;
+  eta_seconds: number | null;
+}
+
+export type JobRunEvent =
+  | { event: 'sample'; problem_idx: number; sample_idx: number; extracted: string | null; finish_reason: string }
+  | ({ event: 'progress' } & JobProgress)
+  | { event: 'delta'; problem_idx: number; sample_idx: number; channel: 'thinking' | 'answer'; text: string };
+
+/** A job's events: the runner's, then `state` once it stops. */
+export type JobUiEvent = JobRunEvent | { event: 'state'; state: JobState; error: string | null };
+
+export type ExportFormat = 'csv' | 'jsonl' | 'markdown';
+
+export const jobs = {
+  preview: (path: string) => invoke<FilePreview>('preview_file', { path }),
+  create: (path: string, options: JobOptions) => invoke<JobSummary>('create_job', { path, options }),
+  list: () => invoke<JobSummary[]>('list_jobs'),
+  table: (id: number) => invoke<JobTable>('job_table', { id }),
+  samples: (id: number, problemIdx: number) => invoke<SampleRow[]>('problem_samples', { id, problemIdx }),
+  run: (id: number, onEvent: (e: JobUiEvent) => void) => {
+    const channel = new Channel<JobUiEvent>();
+    channel.onmessage = onEvent;
+    return invoke<void>('run_job', { id, onEvent: channel });
+  },
+  pause: (id: number) => invoke<void>('pause_job', { id }),
+  cancel: (id: number) => invoke<void>('cancel_job', { id }),
+  remove: (id: number) => invoke<void>('delete_job', { id }),
+  exportTo: (id: number, format: ExportFormat, path: string) => invoke<void>('export_job', { id, format, path }),
+};

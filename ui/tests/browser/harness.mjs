@@ -44,10 +44,21 @@ export async function mockIpc(page, handlers) {
       transformCallback: (cb) => { const id = Math.floor(Math.random() * 1e9); window['_' + id] = cb; return id; },
       unregisterCallback: (id) => { delete window['_' + id]; },
       invoke: async (cmd, args) => {
+        // Event listeners (drag and drop among them) are recorded so tests can fire events.
+        if (cmd === 'plugin:event|listen') {
+          (window.__listeners[args.event] ??= []).push(args.handler);
+          return args.handler;
+        }
+        if (cmd === 'plugin:event|unlisten') return null;
         const h = table[cmd];
         if (!h) throw new Error(`unmocked command ${cmd}`);
         return h.fn ? (0, eval)(`(${h.fn})`)(args) : h.value;
       },
+    };
+    window.__listeners = {};
+    /// Fires a Tauri event (e.g. 'tauri://drag-drop') at the page's listeners.
+    window.__tauriEvent = (event, payload) => {
+      for (const h of window.__listeners[event] ?? []) window['_' + h]?.({ event, id: h, payload });
     };
     // Sends `message` on a Tauri channel passed to a mocked command, as Rust's Channel::send does.
     const next = {};

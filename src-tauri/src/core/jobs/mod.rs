@@ -14,14 +14,21 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-/// What the window hears about a running job.
+/// What the window hears about a running job: the runner's own events (`progress`, `sample`,
+/// `delta`), then one `state` event when it stops.
 #[derive(Debug, Clone, Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
+#[serde(untagged)]
 pub enum JobUiEvent {
-    /// Progress, finished samples and live text, as the runner reports them.
     Run(JobEvent),
-    /// The job stopped running: done, paused, cancelled, or failed.
-    State { state: JobState, error: Option<String> },
+    State(Stopped),
+}
+
+/// The job stopped running: done, paused, cancelled, or failed (`error`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename = "state")]
+pub struct Stopped {
+    pub state: JobState,
+    pub error: Option<String>,
 }
 
 /// Where a job's events go; Tauri channels in the app, a vector in tests.
@@ -134,7 +141,7 @@ impl JobsState {
         let options = store.options(id).map_err(|e| e.to_string())?;
         let problems = report::statuses(
             &store.problems(id).map_err(|e| e.to_string())?,
-            &store.samples(id).map_err(|e| e.to_string())?,
+            &store.sample_outcomes(id).map_err(|e| e.to_string())?,
             options.samples,
         );
         let counts = report::counts(&problems);
@@ -142,11 +149,7 @@ impl JobsState {
     }
 
     pub fn samples(&self, id: JobId, problem_idx: usize) -> Result<Vec<SampleRow>, String> {
-        let store = self.store.lock().unwrap();
-        let mut rows: Vec<SampleRow> =
-            store.samples(id).map_err(|e| e.to_string())?.into_iter().filter(|s| s.problem_idx == problem_idx).collect();
-        rows.sort_by_key(|s| s.sample_idx);
-        Ok(rows)
+        self.store.lock().unwrap().problem_samples(id, problem_idx).map_err(|e| e.to_string())
     }
 
     pub fn is_running(&self, id: JobId) -> bool {
@@ -184,7 +187,7 @@ impl JobsState {
                         (JobState::Paused, Some(e))
                     }
                 };
-                broadcast(&listeners, JobUiEvent::State { state, error });
+                broadcast(&listeners, JobUiEvent::State(Stopped { state, error }));
             })
             .map_err(|e| e.to_string())?;
         Ok(())
@@ -269,7 +272,7 @@ mod tests {
     fn state_of(rx: &mpsc::Receiver<JobUiEvent>, seen: &mut Vec<JobUiEvent>) -> (JobState, Option<String>) {
         loop {
             match rx.recv_timeout(Duration::from_secs(300)).expect("the job never stopped") {
-                JobUiEvent::State { state, error } => return (state, error),
+                JobUiEvent::State(Stopped { state, error }) => return (state, error),
                 ev => seen.push(ev),
             }
         }
@@ -325,6 +328,12 @@ mod tests {
         assert_eq!(state_of(&rx2, &mut Vec::new()).0, JobState::Done);
         let progress: Vec<_> = seen.iter().filter_map(|e| match e { JobUiEvent::Run(JobEvent::Progress(p)) => Some(p.done), _ => None }).collect();
         assert_eq!(progress.last(), Some(&6));
+        // What the window receives: flat objects tagged by `event`.
+        let wire = serde_json::to_value(JobUiEvent::State(Stopped { state: JobState::Done, error: None })).unwrap();
+        assert_eq!(wire, serde_json::json!({"event": "state", "state": "done", "error": null}));
+        let wire = serde_json::to_value(seen.iter().find(|e| matches!(e, JobUiEvent::Run(JobEvent::Progress(_)))).unwrap()).unwrap();
+        assert_eq!(wire["event"], "progress");
+        assert!(wire["done"].is_u64());
 
         let table = jobs.table(job.id).unwrap();
         assert_eq!(table.summary.samples_done, 6);

@@ -1,0 +1,71 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { cleanup, fireEvent, render, screen } from '@testing-library/svelte';
+import JobPanel from './JobPanel.svelte';
+import { JobsController, reportOrder, rowState } from './jobs.svelte';
+import type { JobTable, ProblemStatus } from './api';
+import { setLanguage } from './i18n.svelte';
+
+afterEach(() => {
+  cleanup();
+  setLanguage('en');
+});
+
+const problem = (idx: number, verdict: ProblemStatus['verdict'], done = 2): ProblemStatus => ({
+  idx, id: String(idx + 1), question: `Question ${idx + 1}`, key: String(idx), line: idx + 2, samples_done: done, samples_total: 2,
+  answers: Array(done).fill(String(idx)), majority: verdict ? String(idx) : null, agreement: done ? 1 : 0, verdict,
+});
+
+function table(state: JobTable['summary']['state'], problems: ProblemStatus[]): JobTable {
+  const count = (v: string) => problems.filter((p) => p.verdict === v).length;
+  return {
+    summary: { id: 3, name: 'set.csv', source: '/s/set.csv', state, created_at: 0, problems: problems.length,
+      samples_total: problems.length * 2, samples_done: problems.reduce((n, p) => n + p.samples_done, 0), has_key: true },
+    options: { samples: 2, max_tokens: 100, thinking_budget: null, temperature: 0.6, top_p: 0.95, seed: null, math_instruction: true },
+    problems,
+    counts: { confirmed: count('confirmed'), disputed: count('disputed'), unsure: count('unsure'), answered: 0,
+      pending: problems.filter((p) => !p.verdict).length },
+  };
+}
+
+describe('job table', () => {
+  it('names each problem state: queued, thinking, then its verdict', () => {
+    expect(rowState(problem(0, null, 0), false)).toBe('queued');
+    expect(rowState(problem(0, null, 1), true)).toBe('thinking');
+    for (const v of ['confirmed', 'disputed', 'unsure', 'answered'] as const) expect(rowState(problem(0, v), false)).toBe(v);
+    const rows = [problem(0, 'confirmed'), problem(1, 'unsure'), problem(2, 'disputed'), problem(3, null, 0)];
+    expect(reportOrder(rows, (p) => rowState(p, false)).map((p) => p.idx)).toEqual([2, 1, 3, 0]);
+  });
+
+  it('shows a running job live, in file order, with its pause button', () => {
+    const c = new JobsController();
+    c.selectedId = 3;
+    c.table = table('running', [problem(0, 'confirmed'), problem(1, null, 1), problem(2, null, 0)]);
+    c.running[3] = true;
+    c.live['3:1:1'] = { thinking: 'hmm', answer: '' };
+    c.progress[3] = { done: 3, total: 6, tokens_per_second: 12.25, eta_seconds: 30 };
+    render(JobPanel, { controller: c });
+    const states = screen.getAllByTestId('job-row').map((r) => r.dataset.state);
+    expect(states).toEqual(['confirmed', 'thinking', 'queued']);
+    expect(screen.getAllByTestId('job-row').map((r) => r.querySelector('.badge')!.textContent)).toEqual(['confirmed', 'thinking', 'queued']);
+    expect(screen.getByTestId('job-progress-text').textContent!.trim()).toBe('3 of 6 samples · 12.3 tok/s · 30 s left');
+    expect(screen.getByTestId('job-state').textContent).toBe('Running');
+    expect(screen.getByTestId('pause')).toBeTruthy();
+    expect(screen.queryByTestId('resume')).toBeNull();
+  });
+
+  it('reports a finished keyed job with counts, filters, and in Chinese', async () => {
+    setLanguage('zh-CN');
+    const c = new JobsController();
+    c.selectedId = 3;
+    c.table = table('done', [problem(0, 'confirmed'), problem(1, 'disputed'), problem(2, 'unsure'), problem(3, 'confirmed')]);
+    render(JobPanel, { controller: c });
+    expect(screen.getAllByTestId('job-row').map((r) => r.dataset.state)).toEqual(['disputed', 'unsure', 'confirmed', 'confirmed']);
+    expect(screen.getByTestId('count-confirmed').textContent).toMatch(/答案确认\s*2/);
+    expect(screen.getByTestId('job-state').textContent).toBe('已完成');
+    expect(screen.queryByTestId('pause')).toBeNull();
+    await fireEvent.click(screen.getByTestId('count-confirmed'));
+    expect(screen.getAllByTestId('job-row').map((r) => r.dataset.state)).toEqual(['confirmed', 'confirmed']);
+    await fireEvent.click(screen.getByTestId('count-confirmed'));
+    expect(screen.getAllByTestId('job-row')).toHaveLength(4);
+  });
+});

@@ -1,0 +1,144 @@
+// Browser test of a batch job: files dropped on the window, their preview, the job running
+// with live progress, and the validation report with its export. Rust is mocked in the page.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startPreview, launchBrowser, mockIpc } from './harness.mjs';
+
+let server, browser;
+before(async () => {
+  server = await startPreview();
+  browser = await launchBrowser();
+});
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+const info = { name: 'Tiny R1', path: '/m/x.gguf', architecture: 'qwen2', quantization: 'Q4K', file_size: 1e9,
+  context_length: 4096, parameters: 1.5e9, reasoning: true };
+const settings = { model_path: null, threads: 2, max_sequences: 8, context_size: 4096, temperature: 0.6, top_p: 0.95,
+  max_tokens: 512, thinking_budget: null, server_enabled: false, server_port: 8080, language: 'en', theme: 'light' };
+
+const mocks = {
+  model_status: { state: 'ready', info },
+  get_settings: settings,
+  server_status: { state: 'off' },
+  engine_status: { state: 'empty' },
+  list_conversations: [],
+  list_jobs: () => window.__jobs ?? [],
+  preview_file: ({ path }) => {
+    if (path.endsWith('.pdf')) throw 'notes.pdf: unsupported file type (use .txt, .md, .csv, .tsv, .jsonl, .json or .xlsx)';
+    return { path, name: 'algebra.csv', format: 'csv', encoding: 'UTF-8', problem_count: 3, has_key: true, suggested_samples: 4,
+      columns: { question: 'question', key: 'answer', id: null, extra: [] },
+      warnings: [{ line: 5, message: 'empty question, row skipped' }],
+      problems: [{ id: '1', question: 'What is 2 + 2?', key: '4', extra: [], line: 2 },
+        { id: '2', question: 'What is 3 * 3?', key: '10', extra: [], line: 3 },
+        { id: '3', question: 'Is 1 prime?', key: 'no', extra: [], line: 4 }] };
+  },
+  create_job: ({ path, options }) => {
+    window.__created = { path, options };
+    const job = { id: 7, name: 'algebra.csv', source: path, state: 'queued', created_at: 0, problems: 3,
+      samples_total: 3 * options.samples, samples_done: 0, has_key: true };
+    window.__jobs = [job];
+    return job;
+  },
+  job_table: ({ id }) => {
+    const done = window.__finished;
+    const p = (idx, question, key, answers, majority, verdict) => ({ idx, id: String(idx + 1), question, key, line: idx + 2,
+      samples_done: done ? 2 : 0, samples_total: 2, answers: done ? answers : [], majority: done ? majority : null,
+      agreement: done ? (majority ? 1 : 0.5) : 0, verdict: done ? verdict : null });
+    const problems = [p(0, 'What is 2 + 2?', '4', ['4', '4'], '4', 'confirmed'), p(1, 'What is 3 * 3?', '10', ['9', '9'], '9', 'disputed'),
+      p(2, 'Is 1 prime?', 'no', ['no', 'yes'], null, 'unsure')];
+    return { summary: { ...window.__jobs[0], id, state: done ? 'done' : 'running', samples_done: done ? 6 : 0 },
+      options: window.__created.options, problems,
+      counts: done ? { confirmed: 1, disputed: 1, unsure: 1, answered: 0, pending: 0 } : { confirmed: 0, disputed: 0, unsure: 0, answered: 0, pending: 3 } };
+  },
+  problem_samples: ({ problemIdx }) => problemIdx !== 1 ? [] : [0, 1].map((s) => ({ problem_idx: 1, sample_idx: s, answer: 'So $3 \\times 3 = \\boxed{9}$.',
+    thinking: 'Three threes make nine.', extracted: '9', finish_reason: 'stop', prompt_tokens: 20, thinking_tokens: 5, answer_tokens: 8, ttft_ms: 100, duration_ms: 900 })),
+  run_job: ({ id, onEvent }) => {
+    const script = [
+      { event: 'delta', problem_idx: 1, sample_idx: 0, channel: 'thinking', text: 'Three threes' },
+      { event: 'progress', done: 3, total: 6, tokens_per_second: 42.5, eta_seconds: 75 },
+    ];
+    let i = 0;
+    const tick = () => {
+      if (i < script.length) { window.__emit(onEvent, script[i++]); return setTimeout(tick, 40); }
+      if (window.__hold) return setTimeout(tick, 40);
+      window.__finished = true;
+      window.__jobs = [{ ...window.__jobs[0], state: 'done', samples_done: 6 }];
+      window.__emit(onEvent, { event: 'progress', done: 6, total: 6, tokens_per_second: 40, eta_seconds: 0 });
+      window.__emit(onEvent, { event: 'state', state: 'done', error: null });
+    };
+    setTimeout(tick, 40);
+    return null;
+  },
+  pause_job: () => null,
+  'plugin:dialog|save': () => '/home/teacher/algebra.report.md',
+  export_job: (args) => { window.__exported = args; return null; },
+};
+
+
+test('jobs: dropped files are previewed, run with live progress, and reported with disputed keys first', async () => {
+  const page = await browser.newPage();
+  await mockIpc(page, mocks);
+  await page.addInitScript(() => { window.__hold = true; });
+  await page.goto(server.url);
+  await page.getByTestId('workbench').waitFor();
+
+  // Dragging over the window shows where to drop; dropping opens the preview.
+  await page.evaluate(() => window.__tauriEvent('tauri://drag-enter', { paths: ['/data/algebra.csv'], position: { x: 10, y: 10 } }));
+  await page.getByTestId('drop-overlay').waitFor();
+  await page.evaluate(() => window.__tauriEvent('tauri://drag-drop', { paths: ['/data/algebra.csv', '/data/notes.pdf'], position: { x: 10, y: 10 } }));
+  await page.getByTestId('preview').waitFor();
+  assert.equal(await page.getByTestId('drop-overlay').count(), 0);
+  assert.equal(await page.getByTestId('preview-file').count(), 2);
+  assert.match(await page.getByTestId('preview-facts').textContent(), /3 problems · CSV · UTF-8\s+· answer key in “answer”/);
+  assert.equal(await page.getByTestId('preview-warnings').textContent(), 'line 5: empty question, row skipped');
+  assert.match(await page.getByTestId('preview-error').textContent(), /notes\.pdf: unsupported file type/);
+  assert.equal(await page.getByTestId('opt-samples').inputValue(), '4');
+  await page.getByTestId('opt-samples').fill('2');
+  await page.getByTestId('opt-budget').fill('300');
+  assert.equal(await page.getByTestId('start-job').textContent(), 'Start (1 files)');
+  await page.getByTestId('start-job').click();
+
+  // Running: live progress, the problem being thought about, pause.
+  await page.getByTestId('job').waitFor();
+  const created = await page.evaluate(() => window.__created);
+  assert.equal(created.path, '/data/algebra.csv');
+  assert.equal(created.options.samples, 2);
+  assert.equal(created.options.thinking_budget, 300);
+  await page.waitForFunction(() => document.querySelector('[data-testid=job-progress-text]')?.textContent.includes('42.5 tok/s'));
+  assert.match(await page.getByTestId('job-progress-text').textContent(), /3 of 6 samples · 42\.5 tok\/s · 1 min 15 s left/);
+  assert.equal(await page.getByTestId('job-row').nth(1).getAttribute('data-state'), 'thinking');
+  assert.ok(await page.getByTestId('pause').isVisible());
+  await page.getByTestId('job-row').nth(1).click();
+  await page.getByTestId('live-sample').waitFor();
+  assert.match(await page.getByTestId('live-sample').textContent(), /Three threes/);
+
+  // Done: the report puts the disputed key first, then the unsure problem.
+  await page.evaluate(() => { window.__hold = false; });
+  await page.waitForFunction(() => document.querySelector('[data-testid=job-state]')?.textContent === 'Done');
+  await page.waitForFunction(() => document.querySelector('[data-testid=job-row]')?.dataset.state === 'disputed');
+  const states = await page.getByTestId('job-row').evaluateAll((rows) => rows.map((r) => r.dataset.state));
+  assert.deepEqual(states, ['disputed', 'unsure', 'confirmed']);
+  assert.match(await page.getByTestId('count-confirmed').textContent(), /Confirmed\s*1/);
+  assert.match(await page.getByTestId('count-disputed').textContent(), /Disputed\s*1/);
+  assert.equal(await page.getByTestId('pause').count(), 0);
+
+  // The problem opened while it ran (now first: disputed) shows its finished samples, with
+  // their reasoning and maths.
+  assert.equal(await page.getByTestId('job-row').first().getAttribute('class').then((c) => c.includes('selected')), true);
+  await page.getByTestId('sample').first().waitFor();
+  assert.equal(await page.getByTestId('live-sample').count(), 0);
+  assert.equal(await page.getByTestId('sample').count(), 2);
+  await page.getByTestId('sample').first().locator('summary').click();
+  assert.equal(await page.getByTestId('sample').first().locator('.katex').count(), 1);
+
+  // Filter to the disputed problems only, then export the report.
+  await page.getByTestId('count-disputed').click();
+  assert.deepEqual(await page.getByTestId('job-row').evaluateAll((rows) => rows.map((r) => r.dataset.state)), ['disputed']);
+  await page.getByTestId('export-markdown').click();
+  await page.waitForFunction(() => window.__exported);
+  assert.deepEqual(await page.evaluate(() => window.__exported), { id: 7, format: 'markdown', path: '/home/teacher/algebra.report.md' });
+  await page.close();
+});
