@@ -114,7 +114,8 @@ struct Shared {
     context_length: usize,
     kv_budget_tokens: usize,
     max_seqs: usize,
-    stats: Mutex<EngineStats>,
+    /// The latest stats and when the worker published them.
+    stats: Mutex<(EngineStats, Instant)>,
 }
 
 pub struct Engine {
@@ -143,7 +144,7 @@ impl Engine {
             context_length,
             kv_budget_tokens,
             max_seqs: config.max_seqs,
-            stats: Mutex::new(EngineStats { kv_tokens_budget: kv_budget_tokens, ..Default::default() }),
+            stats: Mutex::new((EngineStats { kv_tokens_budget: kv_budget_tokens, ..Default::default() }, Instant::now())),
         });
         let close = shared.tokenizer.encode_plain("\n</think>\n\n")?;
         let (tx, rx) = crossbeam_channel::unbounded();
@@ -169,7 +170,12 @@ impl Engine {
     }
 
     pub fn stats(&self) -> EngineStats {
-        let mut s = self.shared.stats.lock().map(|s| s.clone()).unwrap_or_default();
+        let (mut s, at) = self.shared.stats.lock().map(|s| s.clone()).unwrap_or_else(|_| (EngineStats::default(), Instant::now()));
+        // The worker publishes after every step; an idle engine publishes nothing, so an old
+        // figure means nothing is being generated now.
+        if at.elapsed() > Duration::from_secs(2) {
+            s.tokens_per_second = 0.0;
+        }
         // Requests still in the channel wait too (the engine takes them between steps).
         s.waiting += self.tx.len();
         s
@@ -407,7 +413,7 @@ impl Worker {
             total_generated: self.total,
         };
         if let Ok(mut g) = self.shared.stats.lock() {
-            *g = stats;
+            *g = (stats, now);
         }
     }
 }

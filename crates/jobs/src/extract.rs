@@ -128,6 +128,8 @@ pub fn after_answer_phrase(s: &str) -> Option<String> {
     // `lower` and `s` have the same byte offsets for ASCII phrases; the Chinese ones have no case.
     let tail = s.get(pos + len..)?.trim_start_matches([' ', ':', '：', '*']);
     let line = tail.lines().next().unwrap_or("").trim();
+    // The sentence ends at ". " (a decimal point has no space after it) or a full stop.
+    let line = line.split(". ").next().unwrap_or(line).split('。').next().unwrap_or(line);
     let line = line.trim_end_matches(['.', '。', '!']);
     if line.is_empty() {
         None
@@ -168,9 +170,10 @@ pub fn last_number(s: &str) -> Option<String> {
     best
 }
 
-/// The final answer of a model's output: boxed, then an answer phrase, then the last number;
-/// the answer part is searched before the thinking.
-pub fn final_answer(answer: &str, thinking: &str) -> Option<String> {
+/// An answer the model stated as its answer (boxed, or after an answer phrase), if any. A
+/// reply cut off at the length limit counts only with one of these: its last number is
+/// wherever the text happened to stop.
+pub fn explicit_answer(answer: &str, thinking: &str) -> Option<String> {
     for text in [answer, thinking] {
         if let Some(b) = last_boxed(text) {
             return Some(b.trim().to_string());
@@ -184,6 +187,15 @@ pub fn final_answer(answer: &str, thinking: &str) -> Option<String> {
             return Some(a);
         }
     }
+    None
+}
+
+/// The final answer of a model's output: boxed, then an answer phrase, then the last number;
+/// the answer part is searched before the thinking.
+pub fn final_answer(answer: &str, thinking: &str) -> Option<String> {
+    if let Some(a) = explicit_answer(answer, thinking) {
+        return Some(a);
+    }
     for text in [answer, thinking] {
         if let Some(n) = last_number(text) {
             return Some(n);
@@ -195,6 +207,14 @@ pub fn final_answer(answer: &str, thinking: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_off_reply_has_only_an_explicit_answer() {
+        assert_eq!(explicit_answer("First, 2 + 2 = 4, then we multiply by 3", ""), None);
+        assert_eq!(final_answer("First, 2 + 2 = 4, then we multiply by 3", "").as_deref(), Some("3"));
+        assert_eq!(explicit_answer("so \\boxed{12} and then", "").as_deref(), Some("12"));
+        assert_eq!(explicit_answer("", "The answer is 7. Let me check").as_deref(), Some("7"));
+    }
 
     #[test]
     fn nested_boxes_and_the_last_one() {

@@ -181,7 +181,11 @@ pub fn run_job(
                         if reason == FinishReason::Cancelled {
                             continue; // not recorded: it runs again on resume
                         }
-                        let extracted = extract::final_answer(&f.answer[index], &f.thinking[index]);
+                        let extracted = if reason == FinishReason::Length {
+                            extract::explicit_answer(&f.answer[index], &f.thinking[index])
+                        } else {
+                            extract::final_answer(&f.answer[index], &f.thinking[index])
+                        };
                         let finish_reason = match (&error, reason) {
                             (Some(e), _) => format!("error: {e}"),
                             (None, r) => format!("{r:?}").to_lowercase(),

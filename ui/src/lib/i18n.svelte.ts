@@ -25,7 +25,7 @@ const en = {
   'jobs.andMore': '…and {count} more',
   'jobs.samples': 'Samples per problem',
   'jobs.samplesHint': 'Several samples per problem tell a wrong key from a lucky or unlucky answer.',
-  'jobs.start': 'Start ({count} files)',
+  'jobs.start': 'Start',
   'jobs.state.queued': 'Queued',
   'jobs.state.running': 'Running',
   'jobs.state.paused': 'Paused',
@@ -51,6 +51,7 @@ const en = {
   'jobs.row.confirmed': 'confirmed',
   'jobs.row.disputed': 'disputed',
   'jobs.row.unsure': 'unsure',
+  'jobs.problem': 'Problem {id}',
   'jobs.majority': 'Majority answer',
   'jobs.sample': 'Sample {n}',
 
@@ -162,7 +163,7 @@ const zh: Record<MessageKey, string> = {
   'jobs.andMore': '……还有 {count} 道',
   'jobs.samples': '每题采样次数',
   'jobs.samplesHint': '每题多次采样，才能分辨是答案有误，还是模型碰巧答对或答错。',
-  'jobs.start': '开始（{count} 个文件）',
+  'jobs.start': '开始',
   'jobs.state.queued': '排队中',
   'jobs.state.running': '运行中',
   'jobs.state.paused': '已暂停',
@@ -188,6 +189,7 @@ const zh: Record<MessageKey, string> = {
   'jobs.row.confirmed': '确认',
   'jobs.row.disputed': '存疑',
   'jobs.row.unsure': '不确定',
+  'jobs.problem': '第 {id} 题',
   'jobs.majority': '多数答案',
   'jobs.sample': '第 {n} 次采样',
 
