@@ -33,6 +33,7 @@ pub fn run() {
             app.manage(settings);
             app.manage(engine);
             app.manage(api_server);
+            app.manage(model::DownloadState::default());
             app.manage(Arc::new(jobs::JobsState::open(paths.jobs_db()).map_err(anyhow::Error::msg)?));
             app.manage(Arc::new(chat::ChatState::new(chat_store)));
             Ok(())
@@ -41,6 +42,7 @@ pub fn run() {
             model::commands::model_status,
             model::commands::open_model,
             model::commands::download_default_model,
+            model::commands::cancel_download,
             settings::commands::get_settings,
             settings::commands::save_settings,
             engine::commands::engine_status,

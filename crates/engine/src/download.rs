@@ -11,10 +11,19 @@ pub const DEFAULT_DISPLAY_NAME: &str = "DeepSeek-R1-Distill-Qwen-1.5B (Q4_K_M, 1
 
 /// Download progress, reported as bytes arrive.
 pub trait Progress: Send {
+    /// A transfer (re)starts; `advance` then counts every byte of the file from zero, those
+    /// already on disk from an earlier attempt first.
     fn start(&mut self, total_bytes: u64);
     fn advance(&mut self, bytes: u64);
     fn finish(&mut self);
+    /// Polled as bytes arrive: `true` stops the download, keeping the partial file to resume.
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
+
+/// Unwinds out of hf-hub when the user cancels (see [`download_default_model`]).
+struct Cancelled;
 
 struct Adapter<P: Progress>(P);
 
@@ -23,6 +32,9 @@ impl<P: Progress> hf_hub::api::Progress for Adapter<P> {
         self.0.start(size as u64);
     }
     fn update(&mut self, size: usize) {
+        if self.0.cancelled() {
+            std::panic::resume_unwind(Box::new(Cancelled));
+        }
         self.0.advance(size as u64);
     }
     fn finish(&mut self) {
@@ -45,7 +57,16 @@ pub fn download_default_model(progress: impl Progress + 'static) -> Result<PathB
         .with_progress(false)
         .build()
         .map_err(|e| EngineError::Download(e.to_string()))?;
-    api.model(DEFAULT_REPO.to_string())
-        .download_with_progress(DEFAULT_FILE, Adapter(progress))
-        .map_err(|e| EngineError::Download(e.to_string()))
+    // hf-hub's blocking API has no way to stop a transfer, and its progress callback is the
+    // only code of ours that runs during one: cancelling unwinds out of that callback (with
+    // `resume_unwind`, so no panic message is printed). The bytes written so far stay in the
+    // cache's `.part` file, from which the next download resumes.
+    let download = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        api.model(DEFAULT_REPO.to_string()).download_with_progress(DEFAULT_FILE, Adapter(progress))
+    }));
+    match download {
+        Ok(result) => result.map_err(|e| EngineError::Download(e.to_string())),
+        Err(payload) if payload.is::<Cancelled>() => Err(EngineError::DownloadCancelled),
+        Err(payload) => std::panic::resume_unwind(payload),
+    }
 }

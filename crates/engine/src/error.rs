@@ -30,6 +30,8 @@ pub enum EngineError {
     EngineStopped,
     #[error("model download failed: {0}")]
     Download(String),
+    #[error("the download was cancelled; starting it again resumes it")]
+    DownloadCancelled,
     #[error("inference failed: {0}")]
     Candle(#[from] candle_core::Error),
     #[error("{path}: {source}")]

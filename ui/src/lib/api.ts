@@ -38,6 +38,10 @@ export function downloadDefaultModel(onEvent: (e: DownloadEvent) => void): Promi
   return invoke<ModelStatus>('download_default_model', { onEvent: channel });
 }
 
+export function cancelDownload(): Promise<void> {
+  return invoke<void>('cancel_download');
+}
+
 // ---- Settings ----
 
 export type Language = 'en' | 'zh-CN';

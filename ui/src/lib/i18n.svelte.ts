@@ -64,6 +64,7 @@ const en = {
   'firstRun.downloading': 'Downloading {model}',
   'firstRun.progress': '{done} of {total} · {speed}/s · {eta} left',
   'firstRun.downloadFailed': 'The download stopped: {error}. Try again to resume it.',
+  'firstRun.cancelled': 'Download paused. Start it again to continue where it stopped.',
 
   'model.name': 'Model',
   'model.architecture': 'Architecture',
@@ -202,6 +203,7 @@ const zh: Record<MessageKey, string> = {
   'firstRun.downloading': '正在下载 {model}',
   'firstRun.progress': '{done} / {total} · {speed}/秒 · 剩余 {eta}',
   'firstRun.downloadFailed': '下载中断：{error}。再试一次即可继续下载。',
+  'firstRun.cancelled': '下载已暂停。再次开始即可从中断处继续。',
 
   'model.name': '模型',
   'model.architecture': '架构',

@@ -1,8 +1,9 @@
-use super::{DownloadEvent, ModelStatus};
+use super::{DownloadEvent, DownloadState, ModelStatus};
 use crate::core::engine::EngineState;
 use crate::core::server::ServerState;
 use crate::core::settings::SettingsState;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use tauri::ipc::Channel;
@@ -35,10 +36,13 @@ pub fn open_model(
 pub fn download_default_model(
     settings: State<'_, SettingsState>,
     engine: State<'_, Arc<EngineState>>,
+    server: State<'_, ServerState>,
+    download: State<'_, DownloadState>,
     on_event: Channel<DownloadEvent>,
 ) -> Result<ModelStatus, String> {
     struct Report {
         channel: Channel<DownloadEvent>,
+        cancel: Arc<AtomicBool>,
         total: u64,
         done: u64,
         since: Instant,
@@ -47,7 +51,11 @@ pub fn download_default_model(
     impl ponder_engine::download::Progress for Report {
         fn start(&mut self, total_bytes: u64) {
             self.total = total_bytes;
+            self.done = 0;
             let _ = self.channel.send(DownloadEvent::Started { total_bytes });
+        }
+        fn cancelled(&self) -> bool {
+            self.cancel.load(Ordering::Relaxed)
         }
         fn advance(&mut self, bytes: u64) {
             self.done += bytes;
@@ -61,12 +69,16 @@ pub fn download_default_model(
         }
         fn finish(&mut self) {}
     }
-    let report = Report { channel: on_event.clone(), total: 0, done: 0, since: Instant::now(), last_sent: None };
-    match ponder_engine::download::download_default_model(report) {
+    let cancel = download.begin()?;
+    let report = Report { channel: on_event.clone(), cancel, total: 0, done: 0, since: Instant::now(), last_sent: None };
+    let outcome = ponder_engine::download::download_default_model(report);
+    download.end();
+    match outcome {
         Ok(path) => {
             let _ = on_event.send(DownloadEvent::Finished { path: path.display().to_string() });
             let saved = settings.update(|s| s.model_path = None)?;
             engine.load(path, &saved);
+            server.apply(saved.server_enabled, saved.server_port, engine.inner().clone());
             Ok(super::status(&saved))
         }
         Err(e) => {
@@ -74,4 +86,10 @@ pub fn download_default_model(
             Err(e.to_string())
         }
     }
+}
+
+/// Stops a running download; what has arrived is kept and the next download resumes from it.
+#[tauri::command]
+pub fn cancel_download(download: State<'_, DownloadState>) {
+    download.cancel();
 }

@@ -4,6 +4,8 @@ pub mod commands;
 use crate::core::settings::Settings;
 use serde::Serialize;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// What the UI needs to decide between the first-run screen and the workbench.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -46,4 +48,31 @@ pub enum DownloadEvent {
     Progress { downloaded_bytes: u64, total_bytes: u64, bytes_per_second: f64 },
     Finished { path: String },
     Failed { error: String },
+}
+
+/// The download in progress, if any, and its cancel switch.
+#[derive(Default)]
+pub struct DownloadState(Mutex<Option<Arc<AtomicBool>>>);
+
+impl DownloadState {
+    /// Marks a download as started; one at a time.
+    pub fn begin(&self) -> Result<Arc<AtomicBool>, String> {
+        let mut current = self.0.lock().unwrap();
+        if current.is_some() {
+            return Err("the model is already downloading".into());
+        }
+        let flag = Arc::new(AtomicBool::new(false));
+        *current = Some(flag.clone());
+        Ok(flag)
+    }
+
+    pub fn end(&self) {
+        *self.0.lock().unwrap() = None;
+    }
+
+    pub fn cancel(&self) {
+        if let Some(flag) = &*self.0.lock().unwrap() {
+            flag.store(true, Ordering::Relaxed);
+        }
+    }
 }
