@@ -5,3 +5,5 @@ pub mod model;
 pub mod paths;
 pub mod server;
 pub mod settings;
+#[cfg(test)]
+pub mod test_models;

@@ -1,23 +1,10 @@
 // Browser test of a chat exchange: the built UI in Chromium with the Rust side mocked, replies
 // streamed over the same channel protocol Tauri uses.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startPreview, launchBrowser, mockIpc } from './harness.mjs';
+import { useBrowser, mockIpc, modelInfo as info, defaultSettings as settings } from './harness.mjs';
 
-let server, browser;
-before(async () => {
-  server = await startPreview();
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
-
-const info = { name: 'Tiny R1', path: '/m/x.gguf', architecture: 'qwen2', quantization: 'Q4K', file_size: 1e9,
-  context_length: 4096, parameters: 1.5e9, reasoning: true };
-const settings = { model_path: null, threads: 2, max_sequences: 8, context_size: 4096, temperature: 0.6, top_p: 0.95,
-  max_tokens: 512, thinking_budget: null, server_enabled: false, server_port: 8080, language: 'en', theme: 'light' };
+const ctx = useBrowser();
 
 // A small in-page stand-in for the Rust chat commands.
 const chatMocks = {
@@ -69,10 +56,10 @@ const chatMocks = {
 };
 
 test('chat: a question streams thinking then a rendered, sanitised answer', async () => {
-  const page = await browser.newPage();
+  const page = await ctx.browser.newPage();
   await mockIpc(page, chatMocks);
   await page.addInitScript(() => { window.__hold = true; });
-  await page.goto(server.url);
+  await page.goto(ctx.server.url);
   await page.getByTestId('workbench').waitFor();
   await page.getByTestId('empty-thread').waitFor();
   assert.equal(await page.getByTestId('send').isDisabled(), true);
@@ -114,10 +101,10 @@ test('chat: a question streams thinking then a rendered, sanitised answer', asyn
 });
 
 test('chat: Stop asks Rust to stop the reply', async () => {
-  const page = await browser.newPage();
+  const page = await ctx.browser.newPage();
   await mockIpc(page, chatMocks);
   await page.addInitScript(() => { window.__hold = true; });
-  await page.goto(server.url);
+  await page.goto(ctx.server.url);
   await page.getByTestId('composer').fill('Count to a million');
   await page.getByTestId('send').click();
   await page.getByTestId('stop').click();
@@ -126,9 +113,9 @@ test('chat: Stop asks Rust to stop the reply', async () => {
 });
 
 test('settings: switching to Chinese translates the window and is saved', async () => {
-  const page = await browser.newPage();
+  const page = await ctx.browser.newPage();
   await mockIpc(page, { ...chatMocks, save_settings: ({ settings }) => { window.__saved = settings; return settings; } });
-  await page.goto(server.url);
+  await page.goto(ctx.server.url);
   await page.getByTestId('tab-settings').click();
   await page.getByTestId('language').selectOption('zh-CN');
   await page.getByTestId('thinking-budget').fill('256');

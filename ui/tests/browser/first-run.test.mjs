@@ -1,29 +1,20 @@
 // Browser tests: the built UI in Debian's Chromium (playwright-core), with the Tauri IPC mocked
 // at the window.__TAURI_INTERNALS__ seam the real app uses.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startPreview, launchBrowser, mockIpc } from './harness.mjs';
+import { useBrowser, mockIpc, defaultSettings as settings } from './harness.mjs';
 
-let server, browser;
+const ctx = useBrowser();
 const base = {
-  get_settings: { model_path: null, threads: 2, max_sequences: 8, context_size: 4096, temperature: 0.6, top_p: 0.95,
-    max_tokens: 512, thinking_budget: null, server_enabled: false, server_port: 8080, language: 'en', theme: 'system' },
+  get_settings: settings,
   engine_status: { state: 'loading', path: '/models/x.gguf' },
   list_conversations: [],
 };
-before(async () => {
-  server = await startPreview();
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
 
 test('first run: without a model the app offers the download and a local file', async () => {
-  const page = await browser.newPage();
+  const page = await ctx.browser.newPage();
   await mockIpc(page, { ...base, model_status: { state: 'missing', default_model: 'Default R1 1.5B' } });
-  await page.goto(server.url);
+  await page.goto(ctx.server.url);
   await page.getByTestId('first-run').waitFor();
   assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Welcome to Ponder');
   assert.match(await page.getByTestId('download-default').textContent(), /Default R1 1\.5B/);
@@ -32,11 +23,11 @@ test('first run: without a model the app offers the download and a local file', 
 });
 
 test('with a model the app opens the workbench', async () => {
-  const page = await browser.newPage();
+  const page = await ctx.browser.newPage();
   await mockIpc(page, { ...base, model_status: { state: 'ready', info: {
     name: 'Tiny R1', path: '/models/x.gguf', architecture: 'qwen2', quantization: 'Q4K',
     file_size: 1117320768, context_length: 131072, parameters: 1777088000, reasoning: true } } });
-  await page.goto(server.url);
+  await page.goto(ctx.server.url);
   await page.getByTestId('workbench').waitFor();
   await page.getByTestId('tab-settings').click();
   const card = await page.getByTestId('model-card').textContent();
@@ -49,9 +40,9 @@ test('with a model the app opens the workbench', async () => {
 });
 
 test('a broken configured model shows why, on the first-run screen', async () => {
-  const page = await browser.newPage();
+  const page = await ctx.browser.newPage();
   await mockIpc(page, { ...base, model_status: { state: 'invalid', path: '/m/bad.gguf', error: 'not a GGUF file', default_model: 'D' } });
-  await page.goto(server.url);
+  await page.goto(ctx.server.url);
   await page.getByTestId('first-run').waitFor();
   assert.equal(await page.getByTestId('model-problem').textContent(), '/m/bad.gguf: not a GGUF file');
   await page.close();

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { before, after } from 'node:test';
 
 const dist = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist');
 const types = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.svg': 'image/svg+xml', '.woff2': 'font/woff2', '.png': 'image/png' };
@@ -69,3 +70,23 @@ export async function mockIpc(page, handlers) {
     };
   }, table);
 }
+
+/// Starts the preview server and Chromium before a file's tests and stops them after.
+export function useBrowser() {
+  const ctx = {};
+  before(async () => {
+    ctx.server = await startPreview();
+    ctx.browser = await launchBrowser();
+  });
+  after(async () => {
+    await ctx.browser?.close();
+    ctx.server?.close();
+  });
+  return ctx;
+}
+
+/// What a loaded model and the default settings look like to the UI.
+export const modelInfo = { name: 'Tiny R1', path: '/m/x.gguf', architecture: 'qwen2', quantization: 'Q4K', file_size: 1e9,
+  context_length: 4096, parameters: 1.5e9, reasoning: true };
+export const defaultSettings = { model_path: null, threads: 2, max_sequences: 8, context_size: 4096, temperature: 0.6, top_p: 0.95,
+  max_tokens: 512, thinking_budget: null, server_enabled: false, server_port: 8080, language: 'en', theme: 'light' };

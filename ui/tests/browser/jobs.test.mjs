@@ -1,23 +1,10 @@
 // Browser test of a batch job: files dropped on the window, their preview, the job running
 // with live progress, and the validation report with its export. Rust is mocked in the page.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startPreview, launchBrowser, mockIpc } from './harness.mjs';
+import { useBrowser, mockIpc, modelInfo as info, defaultSettings as settings } from './harness.mjs';
 
-let server, browser;
-before(async () => {
-  server = await startPreview();
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
-
-const info = { name: 'Tiny R1', path: '/m/x.gguf', architecture: 'qwen2', quantization: 'Q4K', file_size: 1e9,
-  context_length: 4096, parameters: 1.5e9, reasoning: true };
-const settings = { model_path: null, threads: 2, max_sequences: 8, context_size: 4096, temperature: 0.6, top_p: 0.95,
-  max_tokens: 512, thinking_budget: null, server_enabled: false, server_port: 8080, language: 'en', theme: 'light' };
+const ctx = useBrowser();
 
 const mocks = {
   model_status: { state: 'ready', info },
@@ -79,10 +66,10 @@ const mocks = {
 
 
 test('jobs: dropped files are previewed, run with live progress, and reported with disputed keys first', async () => {
-  const page = await browser.newPage();
+  const page = await ctx.browser.newPage();
   await mockIpc(page, mocks);
   await page.addInitScript(() => { window.__hold = true; });
-  await page.goto(server.url);
+  await page.goto(ctx.server.url);
   await page.getByTestId('workbench').waitFor();
 
   // Dragging over the window shows where to drop; dropping opens the preview.

@@ -225,25 +225,13 @@ impl ChatState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
+    use crate::core::test_models::r1_model;
     use std::sync::mpsc;
 
     impl ReplySink for mpsc::Sender<ChatEvent> {
         fn send(&self, event: ChatEvent) -> bool {
             mpsc::Sender::send(self, event).is_ok()
         }
-    }
-
-    /// The 0.5B test model with R1's chat template, so replies take the thinking path.
-    fn r1_model(dir: &std::path::Path) -> PathBuf {
-        let models = std::env::var_os("PONDER_TEST_MODELS")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ponder/test-models"));
-        let src = models.join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
-        assert!(src.exists(), "test model {} is missing: run scripts/fetch-test-models.sh", src.display());
-        let dst = dir.join("r1-0.5b.gguf");
-        ponder_engine::gguf_edit::with_chat_template(&src, &dst, ponder_engine::gguf_edit::R1_TEMPLATE).unwrap();
-        dst
     }
 
     fn finished(rx: &mpsc::Receiver<ChatEvent>) -> (Vec<ChatEvent>, ChatMessage, Option<String>) {

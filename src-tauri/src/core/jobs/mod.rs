@@ -251,6 +251,7 @@ pub enum ExportFormat {
 mod tests {
     use super::*;
     use crate::core::settings::Settings;
+    use crate::core::test_models::small_model;
     use std::sync::mpsc;
     use std::time::Duration;
 
@@ -258,15 +259,6 @@ mod tests {
         fn send(&self, event: &JobUiEvent) -> bool {
             mpsc::Sender::send(self, event.clone()).is_ok()
         }
-    }
-
-    fn small_model() -> PathBuf {
-        let models = std::env::var_os("PONDER_TEST_MODELS")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ponder/test-models"));
-        let p = models.join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
-        assert!(p.exists(), "test model {} is missing: run scripts/fetch-test-models.sh", p.display());
-        p
     }
 
     fn state_of(rx: &mpsc::Receiver<JobUiEvent>, seen: &mut Vec<JobUiEvent>) -> (JobState, Option<String>) {
