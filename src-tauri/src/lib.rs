@@ -3,7 +3,7 @@
 
 mod core;
 
-use core::{chat, engine, jobs, model, server, settings};
+use core::{chat, engine, jobs, model, remote, server, settings};
 use std::sync::Arc;
 use tauri::Manager;
 
@@ -34,6 +34,7 @@ pub fn run() {
             app.manage(engine);
             app.manage(api_server);
             app.manage(model::DownloadState::default());
+            app.manage(remote::RemoteState { secrets: Box::new(remote::OsKeyring) });
             app.manage(Arc::new(jobs::JobsState::open(paths.jobs_db()).map_err(anyhow::Error::msg)?));
             app.manage(Arc::new(chat::ChatState::new(chat_store)));
             Ok(())
@@ -56,6 +57,9 @@ pub fn run() {
             chat::commands::regenerate,
             chat::commands::edit_and_resend,
             chat::commands::stop_reply,
+            remote::commands::remote_key_stored,
+            remote::commands::set_remote_key,
+            remote::commands::check_remote,
             jobs::commands::preview_file,
             jobs::commands::create_job,
             jobs::commands::list_jobs,

@@ -1,24 +1,10 @@
 //! The `ponder` binary as a user runs it: `check`, `chat`, and `run` with a kill and a resume.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{count_samples, keyed_csv, ponder, samples, small_model};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn ponder() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_ponder"));
-    // Never a config file of the machine running the tests.
-    c.env_remove("PONDER_MODEL").env("PONDER_LOG", "warn").env("PONDER_CONFIG", "/nonexistent/ponder-config.toml");
-    c
-}
-
-fn small_model() -> PathBuf {
-    let dir = std::env::var_os("PONDER_TEST_MODELS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ponder/test-models"));
-    let p = dir.join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
-    assert!(p.exists(), "test model {} is missing: run scripts/fetch-test-models.sh", p.display());
-    p
-}
 
 #[test]
 fn check_prints_the_verdict_and_exits_0_or_1() {
@@ -80,27 +66,6 @@ fn chat_streams_an_answer_and_json_events() {
     assert_eq!(events.first().unwrap()["event"], "started");
     assert_eq!(events.last().unwrap()["event"], "finished");
     assert!(events.iter().any(|e| e["event"] == "delta" && e["channel"] == "answer"));
-}
-
-fn keyed_csv(dir: &Path, n: usize) -> PathBuf {
-    let p = dir.join("set.csv");
-    let mut s = String::from("id,question,answer\n");
-    for i in 0..n {
-        s.push_str(&format!("p{i},What is {i} + {}? Give just the number.,{}\n", i + 2, 2 * i + 2));
-    }
-    std::fs::write(&p, s).unwrap();
-    p
-}
-
-fn count_samples(db: &Path) -> usize {
-    let Ok(conn) = rusqlite::Connection::open(db) else { return 0 };
-    conn.query_row("SELECT COUNT(*) FROM samples", [], |r| r.get::<_, i64>(0)).map_or(0, |n| n as usize)
-}
-
-fn samples(db: &Path) -> Vec<(i64, i64, String)> {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let mut st = conn.prepare("SELECT problem_idx, sample_idx, answer FROM samples ORDER BY 1, 2").unwrap();
-    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect()
 }
 
 #[test]

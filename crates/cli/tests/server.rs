@@ -1,49 +1,16 @@
 //! `ponder serve` on the real 0.5B model (with the DeepSeek-R1 template, so answers come with
 //! reasoning), driven by the official `openai` Python package.
 
-use std::net::TcpListener;
+mod common;
+
+use common::{free_port, r1_model, serve, Server};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn r1_model(dir: &std::path::Path) -> PathBuf {
-    let models = std::env::var_os("PONDER_TEST_MODELS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ponder/test-models"));
-    let src = models.join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
-    assert!(src.exists(), "test model {} is missing: run scripts/fetch-test-models.sh", src.display());
-    let dst = dir.join("r1-0.5b.gguf");
-    ponder_engine::gguf_edit::with_chat_template(&src, &dst, ponder_engine::gguf_edit::R1_TEMPLATE).unwrap();
-    dst
-}
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use std::process::Command;
+use std::time::Duration;
 
 fn start(model: &std::path::Path, args: &[&str]) -> (Server, u16) {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new(env!("CARGO_BIN_EXE_ponder"))
-        .arg("--model")
-        .arg(model)
-        .args(["--threads", "2", "serve", "--port", &port.to_string(), "--context", "4096"])
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let server = Server(child);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "server did not start");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    (server, port)
+    let port = free_port();
+    (serve(model, port, args), port)
 }
 
 #[test]

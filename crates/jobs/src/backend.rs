@@ -1,5 +1,5 @@
 //! Where samples are generated. The job runner only knows this interface; the in-process
-//! engine is one implementation (a remote OpenAI-compatible server can be another).
+//! engine is one implementation, a remote OpenAI-compatible server ([`crate::remote`]) another.
 
 use ponder_engine::{Engine, EngineError, Event, GenerateRequest, RequestHandle};
 use std::time::Duration;
@@ -8,12 +8,32 @@ pub trait Backend: Send + Sync {
     fn start(&self, req: GenerateRequest) -> Result<Box<dyn Generation>, String>;
     /// Concurrent samples that make sense for this backend.
     fn parallelism(&self) -> usize;
+    /// Why the backend cannot make progress right now (say, the remote server is down and
+    /// requests wait for it), if it cannot.
+    fn waiting_for(&self) -> Option<String> {
+        None
+    }
+}
+
+/// What a generation has to say next.
+#[derive(Debug)]
+pub enum Next {
+    /// An event of the request. A second `Started` means the request started over (after a
+    /// dropped connection): text received for its unfinished samples is void.
+    Event(Event),
+    /// Nothing within the timeout.
+    Idle,
+    /// Every event has been delivered.
+    Ended,
+    /// The backend cannot run this request at all (a revoked key, say): the job stops, and
+    /// nothing of this request is recorded.
+    Failed(String),
 }
 
 /// One request in flight: its events, and a way to stop it.
 pub trait Generation: Send {
-    /// The next event, waiting at most `timeout`; `Err(())` once the stream has ended.
-    fn next(&mut self, timeout: Duration) -> Result<Option<Event>, ()>;
+    /// The next event, waiting at most `timeout`.
+    fn next(&mut self, timeout: Duration) -> Next;
     fn cancel(&self);
 }
 
@@ -34,11 +54,11 @@ impl Backend for LocalBackend<'_> {
 struct Local(RequestHandle);
 
 impl Generation for Local {
-    fn next(&mut self, timeout: Duration) -> Result<Option<Event>, ()> {
+    fn next(&mut self, timeout: Duration) -> Next {
         match self.0.recv_timeout(timeout) {
-            Ok(ev) => Ok(Some(ev)),
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => Ok(None),
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Err(()),
+            Ok(ev) => Next::Event(ev),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => Next::Idle,
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Next::Ended,
         }
     }
     fn cancel(&self) {

@@ -8,6 +8,7 @@ pub mod extract;
 mod json;
 pub mod parse;
 pub mod reader;
+pub mod remote;
 pub mod report;
 pub mod runner;
 pub mod store;

@@ -2,7 +2,7 @@
 //! written to the store at once. Pausing or cancelling stops what is in flight; those samples
 //! are not recorded and run again when the job resumes.
 
-use crate::backend::{Backend, Generation};
+use crate::backend::{Backend, Generation, Next};
 use crate::extract;
 use crate::store::{JobId, JobOptions, JobState, SampleRow, Store, StoreError};
 use ponder_engine::{Channel, Event, FinishReason, GenerateRequest, Message, Priority, SamplingParams};
@@ -54,6 +54,10 @@ pub enum JobEvent {
     Progress(Progress),
     /// Text of a running sample, for a live view.
     Delta { problem_idx: usize, sample_idx: usize, channel: Channel, text: String },
+    /// A sample started over (its request was retried): its text so far is void.
+    Restarted { problem_idx: usize, sample_idx: usize },
+    /// The backend cannot make progress (`Some(why)`: the job waits for it) or can again.
+    Waiting { reason: Option<String> },
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -106,7 +110,13 @@ pub fn run_job(
     let mut tokens = 0usize;
     let mut done_this_run = 0usize;
 
+    let mut waiting: Option<String> = None;
     loop {
+        let now_waiting = backend.waiting_for();
+        if now_waiting != waiting {
+            waiting = now_waiting;
+            on_event(JobEvent::Waiting { reason: waiting.clone() });
+        }
         if let Some(state) = control.requested() {
             for f in &flying {
                 f.gen.cancel();
@@ -160,15 +170,32 @@ pub fn run_job(
         for (fi, f) in flying.iter_mut().enumerate() {
             loop {
                 let ev = match f.gen.next(wait) {
-                    Ok(Some(ev)) => ev,
-                    Ok(None) => break,
-                    Err(()) => {
+                    Next::Event(ev) => ev,
+                    Next::Idle => break,
+                    Next::Ended => {
                         finished_requests.push(fi);
                         break;
                     }
+                    Next::Failed(e) => {
+                        for f in &flying {
+                            f.gen.cancel();
+                        }
+                        store.set_state(job, JobState::Paused)?;
+                        return Err(RunError::Backend(e));
+                    }
                 };
                 match ev {
-                    Event::Started { .. } => {}
+                    Event::Started { .. } => {
+                        // A retried request: unfinished samples start again from nothing.
+                        for i in 0..f.samples.len() {
+                            if !f.answer[i].is_empty() || !f.thinking[i].is_empty() {
+                                f.answer[i].clear();
+                                f.thinking[i].clear();
+                                f.first[i] = None;
+                                on_event(JobEvent::Restarted { problem_idx: f.problem_idx, sample_idx: f.samples[i] });
+                            }
+                        }
+                    }
                     Event::Delta { index, channel, text } => {
                         f.first[index].get_or_insert_with(Instant::now);
                         match channel {

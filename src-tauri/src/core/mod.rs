@@ -3,6 +3,7 @@ pub mod engine;
 pub mod jobs;
 pub mod model;
 pub mod paths;
+pub mod remote;
 pub mod server;
 pub mod settings;
 #[cfg(test)]

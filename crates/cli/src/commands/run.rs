@@ -1,7 +1,8 @@
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use ponder_engine::{Engine, EngineConfig, LoadOptions};
-use ponder_jobs::backend::LocalBackend;
+use ponder_jobs::backend::{Backend, LocalBackend};
+use ponder_jobs::remote::{RemoteBackend, RemoteConfig};
 use ponder_jobs::runner::{run_job, JobControl, JobEvent};
 use ponder_jobs::{report, JobOptions, JobState, Store};
 use std::path::{Path, PathBuf};
@@ -21,7 +22,7 @@ pub struct Args {
     /// Close each thought after this many thinking tokens.
     #[arg(long)]
     think_budget: Option<usize>,
-    /// Sequences generated at once.
+    /// Sequences generated at once (on a remote server: requests in flight).
     #[arg(long, default_value_t = 8)]
     concurrency: usize,
     #[arg(long, default_value_t = 0.6)]
@@ -31,6 +32,16 @@ pub struct Args {
     /// The job database (default: jobs.sqlite in Ponder's data folder).
     #[arg(long, env = "PONDER_JOBS_DB")]
     store: Option<PathBuf>,
+    /// Run on a remote OpenAI-compatible server instead of this computer: its API root, e.g.
+    /// http://gpu-box:8000/v1 (vLLM, llama.cpp, Ollama, another `ponder serve`).
+    #[arg(long, value_name = "URL")]
+    remote: Option<String>,
+    /// The remote model's name (default: the server's first model).
+    #[arg(long, value_name = "NAME", requires = "remote")]
+    remote_model: Option<String>,
+    /// The remote server's API key.
+    #[arg(long, env = "PONDER_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
 }
 
 fn data_dir() -> PathBuf {
@@ -96,22 +107,42 @@ pub fn run(args: Args, model: Option<PathBuf>, _threads: usize, interrupted: Job
 
     let mut state = store.job(job)?.state;
     if state != JobState::Done {
-        let path = crate::model_arg::resolve(model)?;
-        let loaded = ponder_engine::load(&path, &LoadOptions { max_context: Some(32768) })?;
         let max_seqs = args.concurrency.max(samples);
-        let engine = Engine::start(loaded, EngineConfig { max_seqs, ..Default::default() })?;
-        let backend = LocalBackend { engine: &engine, max_seqs };
+        // The engine must outlive the backend that borrows it.
+        let engine;
+        let backend: Box<dyn Backend + '_> = match &args.remote {
+            Some(url) => {
+                let config = RemoteConfig {
+                    model: args.remote_model.clone(),
+                    api_key: args.api_key.clone(),
+                    max_in_flight: max_seqs,
+                    ..RemoteConfig::new(url.clone())
+                };
+                let remote = RemoteBackend::connect(config)?;
+                eprintln!("running on {url} (model {})", remote.model());
+                Box::new(remote)
+            }
+            None => {
+                let path = crate::model_arg::resolve(model)?;
+                let loaded = ponder_engine::load(&path, &LoadOptions { max_context: Some(32768) })?;
+                engine = Engine::start(loaded, EngineConfig { max_seqs, ..Default::default() })?;
+                Box::new(LocalBackend { engine: &engine, max_seqs })
+            }
+        };
         let summary = store.job(job)?;
         let bar = ProgressBar::new(summary.samples_total as u64).with_style(
             ProgressStyle::with_template("{bar:40} {pos}/{len} samples  {msg}").expect("valid template"),
         );
         bar.set_position(summary.samples_done as u64);
-        state = run_job(&store, job, &backend, &interrupted, |ev| {
-            if let JobEvent::Progress(p) = ev {
+        state = run_job(&store, job, backend.as_ref(), &interrupted, |ev| match ev {
+            JobEvent::Progress(p) => {
                 bar.set_position(p.done as u64);
                 let eta = p.eta_seconds.map(|s| format!("ETA {}s", s.round())).unwrap_or_default();
                 bar.set_message(format!("{:.1} tok/s  {eta}", p.tokens_per_second));
             }
+            JobEvent::Waiting { reason: Some(why) } => bar.suspend(|| eprintln!("waiting for the server: {why}")),
+            JobEvent::Waiting { reason: None } => bar.suspend(|| eprintln!("the server is back; carrying on")),
+            _ => {}
         })?;
         bar.finish_and_clear();
     }

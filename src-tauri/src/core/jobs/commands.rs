@@ -1,5 +1,6 @@
 //! The batch jobs' Tauri commands: thin calls into [`JobsState`].
-use super::{ExportFormat, FilePreview, JobTable, JobUiEvent, JobsState};
+use super::{ExportFormat, FilePreview, JobTable, JobUiEvent, JobsState, Target};
+use crate::core::remote::RemoteState;
 use crate::core::engine::EngineState;
 use crate::core::settings::SettingsState;
 use ponder_jobs::store::{JobSummary, SampleRow};
@@ -36,17 +37,31 @@ pub fn problem_samples(jobs: Jobs<'_>, id: JobId, problem_idx: usize) -> Result<
     jobs.samples(id, problem_idx)
 }
 
-/// Starts or resumes a job, or attaches to it if it runs already; events arrive on `on_event`.
+#[derive(Debug, Clone, Copy, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunOn {
+    Local,
+    Remote,
+}
+
+/// Starts or resumes a job on this computer or the remote engine, or attaches to it if it runs
+/// already; events arrive on `on_event`.
 #[tauri::command]
 pub fn run_job(
     jobs: Jobs<'_>,
     engine: State<'_, Arc<EngineState>>,
     settings: State<'_, SettingsState>,
+    remote: State<'_, RemoteState>,
     id: JobId,
+    on: RunOn,
     on_event: Channel<JobUiEvent>,
 ) -> Result<(), String> {
-    let max_seqs = settings.get().max_sequences;
-    jobs.run(id, engine.inner().clone(), max_seqs, on_event)
+    let settings = settings.get();
+    let target = match on {
+        RunOn::Local => Target::Local { engine: engine.inner().clone(), max_seqs: settings.max_sequences },
+        RunOn::Remote => Target::Remote(remote.config(&settings)?.ok_or("no remote engine is set up (see Settings)")?),
+    };
+    jobs.run(id, target, on_event)
 }
 
 #[tauri::command]

@@ -5,6 +5,7 @@ pub mod commands;
 
 use crate::core::engine::EngineState;
 use ponder_jobs::backend::LocalBackend;
+use ponder_jobs::remote::{RemoteBackend, RemoteConfig};
 use ponder_jobs::report::{self, ProblemStatus, VerdictCounts};
 use ponder_jobs::runner::{run_job, JobControl, JobEvent};
 use ponder_jobs::store::{JobSummary, SampleRow};
@@ -82,6 +83,12 @@ pub struct JobTable {
 
 pub const PREVIEW_PROBLEMS: usize = 5;
 
+/// Where a job runs: on this computer's engine, or on the remote engine.
+pub enum Target {
+    Local { engine: Arc<EngineState>, max_seqs: usize },
+    Remote(RemoteConfig),
+}
+
 pub fn preview(path: &Path) -> Result<FilePreview, String> {
     let p = ponder_jobs::read_file(path, &Default::default()).map_err(|e| e.to_string())?;
     Ok(FilePreview {
@@ -157,7 +164,7 @@ impl JobsState {
     }
 
     /// Runs (or resumes) a job; a job already running just gains a listener.
-    pub fn run(self: &Arc<Self>, id: JobId, engine: Arc<EngineState>, max_seqs: usize, sink: impl JobSink) -> Result<(), String> {
+    pub fn run(self: &Arc<Self>, id: JobId, target: Target, sink: impl JobSink) -> Result<(), String> {
         let listeners: Listeners = {
             let mut running = self.running.lock().unwrap();
             if let Some(r) = running.get(&id) {
@@ -177,7 +184,7 @@ impl JobsState {
         std::thread::Builder::new()
             .name(format!("ponder-job-{id}"))
             .spawn(move || {
-                let outcome = this.run_blocking(id, &engine, max_seqs, &control, &listeners);
+                let outcome = this.run_blocking(id, target, &control, &listeners);
                 this.running.lock().unwrap().remove(&id);
                 let (state, error) = match outcome {
                     Ok(state) => (state, None),
@@ -193,13 +200,22 @@ impl JobsState {
         Ok(())
     }
 
-    fn run_blocking(&self, id: JobId, engine: &EngineState, max_seqs: usize, control: &JobControl, listeners: &Listeners) -> Result<JobState, String> {
-        let engine = engine.wait()?;
+    fn run_blocking(&self, id: JobId, target: Target, control: &JobControl, listeners: &Listeners) -> Result<JobState, String> {
         // The runner writes through a connection of its own, so reading the table never waits
         // for a step of the job.
         let store = Store::open(&self.db_path).map_err(|e| e.to_string())?;
-        let backend = LocalBackend { engine: &engine, max_seqs };
-        run_job(&store, id, &backend, control, |ev| broadcast(listeners, JobUiEvent::Run(ev))).map_err(|e| e.to_string())
+        let report = |ev| broadcast(listeners, JobUiEvent::Run(ev));
+        match target {
+            Target::Local { engine, max_seqs } => {
+                let engine = engine.wait()?;
+                let backend = LocalBackend { engine: &engine, max_seqs };
+                run_job(&store, id, &backend, control, report).map_err(|e| e.to_string())
+            }
+            Target::Remote(config) => {
+                let backend = RemoteBackend::connect(config).map_err(|e| e.to_string())?;
+                run_job(&store, id, &backend, control, report).map_err(|e| e.to_string())
+            }
+        }
     }
 
     pub fn pause(&self, id: JobId) {
@@ -261,6 +277,10 @@ mod tests {
         }
     }
 
+    fn local(engine: &Arc<EngineState>) -> Target {
+        Target::Local { engine: engine.clone(), max_seqs: 4 }
+    }
+
     fn state_of(rx: &mpsc::Receiver<JobUiEvent>, seen: &mut Vec<JobUiEvent>) -> (JobState, Option<String>) {
         loop {
             match rx.recv_timeout(Duration::from_secs(300)).expect("the job never stopped") {
@@ -292,7 +312,7 @@ mod tests {
 
         // Pause as soon as the first sample is in; what is done stays done.
         let (tx, rx) = mpsc::channel();
-        jobs.run(job.id, engine.clone(), 4, tx).unwrap();
+        jobs.run(job.id, local(&engine), tx).unwrap();
         let mut seen = Vec::new();
         loop {
             match rx.recv_timeout(Duration::from_secs(300)).unwrap() {
@@ -311,10 +331,10 @@ mod tests {
         drop(jobs);
         let jobs = Arc::new(JobsState::open(dir.path().join("jobs.sqlite")).unwrap());
         let (tx, rx) = mpsc::channel();
-        jobs.run(job.id, engine.clone(), 4, tx).unwrap();
+        jobs.run(job.id, local(&engine), tx).unwrap();
         // A second window attaches to the same run.
         let (tx2, rx2) = mpsc::channel();
-        jobs.run(job.id, engine.clone(), 4, tx2).unwrap();
+        jobs.run(job.id, local(&engine), tx2).unwrap();
         let mut seen = Vec::new();
         assert_eq!(state_of(&rx, &mut seen), (JobState::Done, None));
         assert_eq!(state_of(&rx2, &mut Vec::new()).0, JobState::Done);
@@ -333,7 +353,7 @@ mod tests {
         let c = &table.counts;
         assert_eq!((c.confirmed + c.disputed + c.unsure, c.pending, c.answered), (3, 0, 0));
         assert_eq!(jobs.samples(job.id, 1).unwrap().len(), 2);
-        assert!(jobs.run(job.id, engine.clone(), 4, mpsc::channel().0).unwrap_err().contains("already complete"));
+        assert!(jobs.run(job.id, local(&engine), mpsc::channel().0).unwrap_err().contains("already complete"));
 
         for (format, name) in [(ExportFormat::Csv, "r.csv"), (ExportFormat::Jsonl, "r.jsonl"), (ExportFormat::Markdown, "r.md")] {
             let out = dir.path().join(name);
@@ -344,5 +364,48 @@ mod tests {
         assert!(std::fs::read_to_string(dir.path().join("r.md")).unwrap().starts_with("# Validation of set.csv"));
         jobs.delete(job.id).unwrap();
         assert!(jobs.table(job.id).is_err());
+    }
+
+    #[test]
+    fn a_job_runs_on_the_remote_engine() {
+        use crate::core::remote::{tests::MemoryStore, RemoteState};
+        use crate::core::server::{ServerState, ServerStatus};
+        ponder_engine::set_threads(2);
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("set.csv");
+        std::fs::write(&csv, "question,answer\nWhat is 2 + 2?,4\nWhat is 3 * 3?,9\n").unwrap();
+        // Another Ponder's local API server stands in for the cluster.
+        let engine = Arc::new(EngineState::default());
+        engine.load(small_model(), &Settings { max_sequences: 4, context_size: 2048, ..Settings::default() });
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let server = ServerState::default();
+        server.apply(true, port, engine);
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        while !matches!(server.status(), ServerStatus::On { .. }) {
+            assert!(std::time::Instant::now() < deadline, "{:?}", server.status());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+
+        let remote = RemoteState { secrets: Box::new(MemoryStore::default()) };
+        let settings = Settings { remote_url: Some(format!("http://127.0.0.1:{port}/v1")), ..Settings::default() };
+        let jobs = Arc::new(JobsState::open(dir.path().join("jobs.sqlite")).unwrap());
+        let job = jobs.create(&csv, &JobOptions { samples: 2, max_tokens: 40, temperature: 0.0, ..Default::default() }).unwrap();
+        let (tx, rx) = mpsc::channel();
+        jobs.run(job.id, Target::Remote(remote.config(&settings).unwrap().unwrap()), tx).unwrap();
+        let mut seen = Vec::new();
+        assert_eq!(state_of(&rx, &mut seen), (JobState::Done, None));
+        assert!(seen.iter().any(|e| matches!(e, JobUiEvent::Run(JobEvent::Delta { .. }))), "text streams from the remote");
+        let table = jobs.table(job.id).unwrap();
+        assert_eq!(table.summary.samples_done, 4);
+        assert!(table.problems.iter().all(|p| p.verdict.is_some()));
+
+        // A remote engine that is not there is a clear error, and the job stays resumable.
+        let job2 = jobs.create(&csv, &JobOptions { samples: 1, max_tokens: 8, ..Default::default() }).unwrap();
+        let gone = Settings { remote_url: Some("http://127.0.0.1:9/v1".into()), ..Settings::default() };
+        let (tx, rx) = mpsc::channel();
+        jobs.run(job2.id, Target::Remote(remote.config(&gone).unwrap().unwrap()), tx).unwrap();
+        let (state, error) = state_of(&rx, &mut Vec::new());
+        assert_eq!(state, JobState::Paused);
+        assert!(error.unwrap().contains("cannot reach http://127.0.0.1:9/v1/models"));
     }
 }

@@ -85,7 +85,10 @@ impl ServerState {
                 Err(e) => return set(ServerStatus::Failed { port, error: format!("cannot listen on {addr}: {e}") }),
             };
             set(ServerStatus::On { port, url: format!("http://{addr}/v1") });
-            let config = ponder_server::ServerConfig::new(addr, engine.info().name.clone());
+            // The same model id as `ponder serve` gives: the file's name.
+            let info = engine.info();
+            let id = info.path.file_stem().map_or_else(|| info.name.clone(), |s| s.to_string_lossy().into_owned());
+            let config = ponder_server::ServerConfig::new(addr, id);
             let stopped = async {
                 let _ = rx.await;
             };
@@ -93,5 +96,60 @@ impl ServerState {
                 set(ServerStatus::Failed { port, error: e.to_string() });
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::settings::Settings;
+    use crate::core::test_models::small_model;
+    use std::io::{Read, Write};
+    use std::time::{Duration, Instant};
+
+    fn wait_for(state: &ServerState, what: &str, ok: impl Fn(&ServerStatus) -> bool) -> ServerStatus {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let s = state.status();
+            if ok(&s) {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "waiting for {what}: {s:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn get_models(port: u16) -> std::io::Result<String> {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+        write!(s, "GET /v1/models HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")?;
+        let mut out = String::new();
+        s.read_to_string(&mut out)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn the_settings_switch_starts_and_stops_the_api_server() {
+        ponder_engine::set_threads(2);
+        let engine = Arc::new(EngineState::default());
+        engine.load(small_model(), &Settings { max_sequences: 2, context_size: 2048, ..Settings::default() });
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let server = ServerState::default();
+        assert_eq!(server.status(), ServerStatus::Off);
+
+        server.apply(true, port, engine.clone());
+        let on = wait_for(&server, "the server", |s| matches!(s, ServerStatus::On { .. }));
+        assert_eq!(on, ServerStatus::On { port, url: format!("http://127.0.0.1:{port}/v1") });
+        let reply = get_models(port).unwrap();
+        assert!(reply.starts_with("HTTP/1.1 200") && reply.contains("qwen2.5-coder-0.5b"), "{reply}");
+
+        // A port that is taken is reported, not a crash; switching off stops it.
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let taken_port = taken.local_addr().unwrap().port();
+        server.apply(true, taken_port, engine.clone());
+        let failed = wait_for(&server, "the bind error", |s| matches!(s, ServerStatus::Failed { .. }));
+        assert!(matches!(&failed, ServerStatus::Failed { error, .. } if error.contains("cannot listen")), "{failed:?}");
+        wait_for(&server, "the old server to stop", |_| get_models(port).is_err());
+        server.apply(false, taken_port, engine);
+        assert_eq!(server.status(), ServerStatus::Off);
     }
 }

@@ -25,6 +25,11 @@ pub struct Settings {
     pub thinking_budget: Option<usize>,
     pub server_enabled: bool,
     pub server_port: u16,
+    /// A remote OpenAI-compatible server for big jobs (its API root, e.g.
+    /// `http://gpu-box:8000/v1`); its key lives in the OS keyring, never here.
+    pub remote_url: Option<String>,
+    /// The remote model's name; `None` takes the server's first.
+    pub remote_model: Option<String>,
     pub language: Language,
     pub theme: Theme,
 }
@@ -59,6 +64,8 @@ impl Default for Settings {
             thinking_budget: None,
             server_enabled: false,
             server_port: 8080,
+            remote_url: None,
+            remote_model: None,
             language: Language::English,
             theme: Theme::System,
         }
@@ -77,6 +84,10 @@ impl Settings {
             (self.max_tokens >= 1, "max_tokens must be at least 1"),
             (self.thinking_budget != Some(0), "thinking_budget must be at least 1 when set"),
             (self.server_port >= 1024, "server_port must be 1024 or above"),
+            (
+                self.remote_url.as_deref().is_none_or(|u| u.starts_with("http://") || u.starts_with("https://")),
+                "remote_url must start with http:// or https://",
+            ),
         ];
         match checks.iter().find(|(ok, _)| !ok) {
             Some((_, why)) => Err(why.to_string()),

@@ -1,0 +1,641 @@
+//! A remote OpenAI-compatible server as a backend: vLLM (with or without its `deepseek_r1`
+//! reasoning parser), llama.cpp's server, Ollama, DeepSeek's API, or another machine's
+//! `ponder serve`. Big jobs go to a cluster built for them; files, checking, verdicts and the
+//! store stay here.
+//!
+//! Each request streams on a thread of its own. Failures that may pass (429, 5xx, a dropped or
+//! refused connection, a stalled stream) are retried with jittered exponential backoff; after a
+//! few in a row the *circuit* opens: requests wait, a probe asks the server's `/models` until it
+//! answers, and the job carries on. Only samples that finished are recorded, so nothing is lost
+//! or repeated. Errors that will not pass (a refused key, an unknown model) stop the job.
+
+use crate::backend::{Backend, Generation, Next};
+use crossbeam_channel::{Receiver, Sender};
+use ponder_engine::stream::{ThinkSplitter, THINK_CLOSE, THINK_OPEN};
+use ponder_engine::{Channel, Event, FinishReason, GenerateRequest, Prompt, Role, Usage};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone)]
+pub struct RemoteConfig {
+    /// The API root, e.g. `http://gpu-box:8000/v1`.
+    pub base_url: String,
+    /// The model to ask for; `None` takes the server's first.
+    pub model: Option<String>,
+    pub api_key: Option<String>,
+    /// Samples in flight at once.
+    pub max_in_flight: usize,
+    pub connect_timeout: Duration,
+    /// A stream silent for this long is dropped and retried.
+    pub idle_timeout: Duration,
+    /// Failures in a row (across requests) that open the circuit.
+    pub failures_to_open: u32,
+    /// Attempts of one request while the server is otherwise up before the sample is recorded
+    /// as failed.
+    pub max_attempts: u32,
+    /// Longest wait between retries.
+    pub max_backoff: Duration,
+}
+
+impl RemoteConfig {
+    pub fn new(base_url: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into(),
+            model: None,
+            api_key: None,
+            max_in_flight: 16,
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(180),
+            failures_to_open: 3,
+            max_attempts: 8,
+            max_backoff: Duration::from_secs(10),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    #[error("{url}: the server refused the API key ({status}); check --api-key")]
+    BadKey { url: String, status: u16 },
+    #[error("{url}: no model named {wanted:?}; the server has: {available}")]
+    NoSuchModel { url: String, wanted: String, available: String },
+    #[error("{url}: the server lists no models")]
+    NoModels { url: String },
+    #[error("cannot reach {url}: {detail}")]
+    Unreachable { url: String, detail: String },
+    #[error("{url}: unexpected answer: {detail}")]
+    Protocol { url: String, detail: String },
+}
+
+pub struct RemoteBackend {
+    inner: Arc<Shared>,
+}
+
+struct Shared {
+    config: RemoteConfig,
+    model: String,
+    agent: ureq::Agent,
+    circuit: Circuit,
+}
+
+impl RemoteBackend {
+    /// Checks the server, the key and the model (`GET /models`) before any work is sent.
+    pub fn connect(mut config: RemoteConfig) -> Result<Self, RemoteError> {
+        config.base_url = config.base_url.trim_end_matches('/').to_string();
+        let agent = ureq::AgentBuilder::new()
+            .timeout_connect(config.connect_timeout)
+            .timeout_read(config.idle_timeout)
+            .build();
+        let shared = Shared { model: String::new(), agent, circuit: Circuit::default(), config };
+        let ids = shared.models()?;
+        let model = match &shared.config.model {
+            Some(m) if ids.contains(m) => m.clone(),
+            Some(m) => {
+                return Err(RemoteError::NoSuchModel { url: shared.url("/models"), wanted: m.clone(), available: ids.join(", ") })
+            }
+            None => ids.first().cloned().ok_or_else(|| RemoteError::NoModels { url: shared.url("/models") })?,
+        };
+        Ok(Self { inner: Arc::new(Shared { model, ..shared }) })
+    }
+
+    pub fn model(&self) -> &str {
+        &self.inner.model
+    }
+}
+
+impl Shared {
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.config.base_url)
+    }
+
+    fn get(&self, path: &str) -> ureq::Request {
+        let req = self.agent.get(&self.url(path));
+        match &self.config.api_key {
+            Some(k) => req.set("Authorization", &format!("Bearer {k}")),
+            None => req,
+        }
+    }
+
+    fn models(&self) -> Result<Vec<String>, RemoteError> {
+        let url = self.url("/models");
+        let body: Value = match self.get("/models").call() {
+            Ok(r) => r.into_json().map_err(|e| RemoteError::Protocol { url: url.clone(), detail: e.to_string() })?,
+            Err(ureq::Error::Status(s @ (401 | 403), _)) => return Err(RemoteError::BadKey { url, status: s }),
+            Err(ureq::Error::Status(s, r)) => {
+                return Err(RemoteError::Protocol { url, detail: format!("HTTP {s}: {}", r.into_string().unwrap_or_default()) })
+            }
+            Err(e) => return Err(RemoteError::Unreachable { url, detail: transport_detail(&e) }),
+        };
+        let ids = body["data"].as_array().map(|a| a.iter().filter_map(|m| m["id"].as_str().map(String::from)).collect());
+        ids.ok_or(RemoteError::Protocol { url, detail: "no `data` list".into() })
+    }
+}
+
+impl Backend for RemoteBackend {
+    fn start(&self, req: GenerateRequest) -> Result<Box<dyn Generation>, String> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let shared = self.inner.clone();
+        let flag = cancel.clone();
+        std::thread::Builder::new()
+            .name("ponder-remote".into())
+            .spawn(move || Request::new(shared, req, tx, flag).run())
+            .map_err(|e| e.to_string())?;
+        Ok(Box::new(RemoteGeneration { rx, cancel }))
+    }
+
+    fn parallelism(&self) -> usize {
+        self.inner.config.max_in_flight
+    }
+
+    fn waiting_for(&self) -> Option<String> {
+        self.inner.circuit.open_reason()
+    }
+}
+
+struct RemoteGeneration {
+    rx: Receiver<Next>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Generation for RemoteGeneration {
+    fn next(&mut self, timeout: Duration) -> Next {
+        match self.rx.recv_timeout(timeout) {
+            Ok(n) => n,
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => Next::Idle,
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Next::Ended,
+        }
+    }
+    fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Drop for RemoteGeneration {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+/// The server is down for everyone: requests wait until a probe finds it back.
+#[derive(Default)]
+struct Circuit {
+    state: Mutex<CircuitState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct CircuitState {
+    failures_in_row: u32,
+    /// Why it is open, while it is.
+    open: Option<String>,
+    /// Bumped each time it opens: a request's failures before an outage are not held
+    /// against it afterwards.
+    outages: u64,
+    probing: bool,
+}
+
+impl Circuit {
+    fn open_reason(&self) -> Option<String> {
+        self.state.lock().unwrap().open.clone()
+    }
+
+    fn outages(&self) -> u64 {
+        self.state.lock().unwrap().outages
+    }
+
+    fn success(&self) {
+        self.state.lock().unwrap().failures_in_row = 0;
+    }
+
+    /// Counts a failure; returns `true` when this one opens the circuit (the caller then
+    /// probes the server until it is back).
+    fn failure(&self, why: &str, to_open: u32) -> bool {
+        let mut s = self.state.lock().unwrap();
+        s.failures_in_row += 1;
+        if s.open.is_none() && s.failures_in_row >= to_open {
+            s.open = Some(why.to_string());
+            tracing::info!("remote server unavailable ({why}); jobs wait until it is back");
+        }
+        if s.open.is_some() && !s.probing {
+            s.probing = true;
+            return true;
+        }
+        false
+    }
+
+    /// `outage`: the probe found the server down at least once (rather than a request failing
+    /// on its own while the server was fine).
+    fn close(&self, outage: bool) {
+        let mut s = self.state.lock().unwrap();
+        if s.open.take().is_some() {
+            tracing::info!("remote server is back");
+        }
+        if outage {
+            s.outages += 1;
+        }
+        s.failures_in_row = 0;
+        s.probing = false;
+        self.changed.notify_all();
+    }
+
+    /// Waits while the circuit is open; `false` if cancelled meanwhile.
+    fn wait_closed(&self, cancel: &AtomicBool) -> bool {
+        let mut s = self.state.lock().unwrap();
+        while s.open.is_some() {
+            if cancel.load(Ordering::Relaxed) {
+                return false;
+            }
+            s = self.changed.wait_timeout(s, Duration::from_millis(200)).unwrap().0;
+        }
+        true
+    }
+}
+
+/// What went wrong on the wire, without the URL (ureq's own message repeats it).
+fn transport_detail(e: &ureq::Error) -> String {
+    match e {
+        ureq::Error::Transport(t) => match t.message() {
+            Some(m) => format!("{}: {m}", t.kind()),
+            None => t.kind().to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// Full jitter: a random wait up to the exponential backoff for this attempt.
+fn backoff(attempt: u32, max: Duration) -> Duration {
+    let cap = Duration::from_millis(250).saturating_mul(1 << attempt.min(8)).min(max);
+    cap.mul_f64(rand::random::<f64>())
+}
+
+enum Failure {
+    /// May pass: retry (after `retry_after` if the server said so).
+    Transient { why: String, retry_after: Option<Duration> },
+    /// Will not pass.
+    Fatal(String),
+}
+
+/// One request's life on its thread: attempts until every sample has finished.
+struct Request {
+    shared: Arc<Shared>,
+    req: GenerateRequest,
+    tx: Sender<Next>,
+    cancel: Arc<AtomicBool>,
+    /// Samples (indices into the request's `n`) that have not finished.
+    pending: Vec<usize>,
+    started: Instant,
+}
+
+impl Request {
+    fn new(shared: Arc<Shared>, req: GenerateRequest, tx: Sender<Next>, cancel: Arc<AtomicBool>) -> Self {
+        let pending = (0..req.n).collect();
+        Self { shared, req, tx, cancel, pending, started: Instant::now() }
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    fn run(mut self) {
+        let mut attempts = 0;
+        let mut outages_seen = self.shared.circuit.outages();
+        while !self.pending.is_empty() && !self.cancelled() {
+            if !self.shared.circuit.wait_closed(&self.cancel) {
+                return;
+            }
+            let outages = self.shared.circuit.outages();
+            if outages != outages_seen {
+                outages_seen = outages;
+                attempts = 0;
+            }
+            match self.attempt() {
+                Ok(()) => self.shared.circuit.success(),
+                Err(Failure::Fatal(e)) => {
+                    let _ = self.tx.send(Next::Failed(e));
+                    return;
+                }
+                Err(Failure::Transient { why, retry_after }) => {
+                    if self.cancelled() {
+                        return;
+                    }
+                    attempts += 1;
+                    tracing::debug!("remote request failed (attempt {attempts}): {why}");
+                    if self.shared.circuit.failure(&why, self.shared.config.failures_to_open) {
+                        self.probe_until_back();
+                        continue;
+                    }
+                    if attempts >= self.shared.config.max_attempts {
+                        self.give_up(&why);
+                        return;
+                    }
+                    let wait = retry_after.unwrap_or_else(|| backoff(attempts, self.shared.config.max_backoff));
+                    self.sleep(wait);
+                    if self.cancelled() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The server keeps failing this request while it answers others: its samples are
+    /// recorded as failed, and the job goes on.
+    fn give_up(&mut self, why: &str) {
+        for &index in &self.pending {
+            let _ = self.tx.send(Next::Event(Event::Finished {
+                index,
+                reason: FinishReason::Error,
+                usage: Usage::default(),
+                error: Some(format!("gave up after {} attempts: {why}", self.shared.config.max_attempts)),
+            }));
+        }
+    }
+
+    fn sleep(&self, d: Duration) {
+        // Not cut short by a cancel: the runner does not wait for this thread.
+        std::thread::sleep(d);
+    }
+
+    /// Asks `/models` with growing, jittered pauses until the server answers, then closes the
+    /// circuit for everyone.
+    fn probe_until_back(&self) {
+        let mut n = 0;
+        loop {
+            // The probe must go on even if this request was cancelled: others wait on it.
+            if self.shared.models().is_ok() {
+                self.shared.circuit.close(n > 0);
+                return;
+            }
+            n += 1;
+            self.sleep(backoff(n.min(4), self.shared.config.max_backoff).max(Duration::from_millis(200)));
+        }
+    }
+
+    fn body(&self) -> Value {
+        let messages: Vec<Value> = match &self.req.prompt {
+            Prompt::Chat(m) => m
+                .iter()
+                .map(|m| {
+                    let role = match m.role {
+                        Role::System => "system",
+                        Role::User => "user",
+                        Role::Assistant => "assistant",
+                    };
+                    json!({ "role": role, "content": m.content })
+                })
+                .collect(),
+            Prompt::Text(t) => vec![json!({ "role": "user", "content": t })],
+        };
+        let s = &self.req.sampling;
+        let mut body = json!({
+            "model": self.shared.model,
+            "messages": messages,
+            "stream": true,
+            "n": self.pending.len(),
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+            "max_tokens": self.req.max_tokens,
+        });
+        if let Some(seed) = s.seed {
+            body["seed"] = json!(seed);
+        }
+        if !self.req.stop.is_empty() {
+            body["stop"] = json!(self.req.stop);
+        }
+        if let Some(b) = self.req.thinking_budget {
+            // Ponder's own servers honour it; others ignore an unknown field.
+            body["thinking_budget"] = json!(b);
+        }
+        body
+    }
+
+    /// One streamed request for the pending samples.
+    fn attempt(&mut self) -> Result<(), Failure> {
+        let url = self.shared.url("/chat/completions");
+        let mut req = self.shared.agent.post(&url).set("Content-Type", "application/json");
+        if let Some(k) = &self.shared.config.api_key {
+            req = req.set("Authorization", &format!("Bearer {k}"));
+        }
+        let response = match req.send_string(&self.body().to_string()) {
+            Ok(r) => r,
+            Err(ureq::Error::Status(status, r)) => {
+                let retry_after = r.header("Retry-After").and_then(|v| v.trim().parse::<u64>().ok()).map(Duration::from_secs);
+                let text = r.into_string().unwrap_or_default();
+                let why = format!("HTTP {status} from {url}: {}", text.chars().take(300).collect::<String>());
+                return Err(match status {
+                    408 | 409 | 425 | 429 | 500..=599 => Failure::Transient { why, retry_after },
+                    401 | 403 => Failure::Fatal(format!("{url}: the server refused the API key ({status})")),
+                    _ => Failure::Fatal(why),
+                });
+            }
+            Err(e) => return Err(Failure::Transient { why: format!("{url}: {}", transport_detail(&e)), retry_after: None }),
+        };
+        let _ = self.tx.send(Next::Event(Event::Started {
+            prompt_tokens: 0,
+            queue_wait: self.started.elapsed(),
+        }));
+        let mut samples: Vec<SampleStream> = self.pending.iter().map(|&i| SampleStream::new(i)).collect();
+        let reader = BufReader::new(response.into_reader());
+        let mut done = false;
+        for line in reader.lines() {
+            if self.cancelled() {
+                return Ok(());
+            }
+            let line = line.map_err(|e| Failure::Transient { why: format!("{url}: stream broke: {e}"), retry_after: None })?;
+            let Some(data) = line.strip_prefix("data:").map(str::trim) else { continue };
+            if data == "[DONE]" {
+                done = true;
+                break;
+            }
+            let chunk: Value = serde_json::from_str(data)
+                .map_err(|e| Failure::Transient { why: format!("{url}: bad stream chunk: {e}"), retry_after: None })?;
+            if let Some(err) = chunk.get("error") {
+                return Err(Failure::Transient { why: format!("{url}: {err}"), retry_after: None });
+            }
+            let usage_tokens = chunk["usage"]["completion_tokens"].as_u64();
+            for choice in chunk["choices"].as_array().into_iter().flatten() {
+                let j = choice["index"].as_u64().unwrap_or(0) as usize;
+                let Some(sample) = samples.get_mut(j) else { continue };
+                let delta = &choice["delta"];
+                // vLLM's reasoning parsers, DeepSeek's API and `ponder serve` separate the
+                // thought; older vLLM calls the field `reasoning`.
+                for field in ["reasoning_content", "reasoning"] {
+                    if let Some(t) = delta[field].as_str().filter(|t| !t.is_empty()) {
+                        sample.server_splits = true;
+                        sample.emit(&self.tx, Channel::Thinking, t);
+                    }
+                }
+                if let Some(t) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+                    sample.content(&self.tx, t);
+                }
+                if let Some(reason) = choice["finish_reason"].as_str() {
+                    sample.finish(&self.tx, reason, usage_tokens.or(choice["usage"]["completion_tokens"].as_u64()), self.started);
+                }
+            }
+        }
+        let finished: Vec<usize> = samples.iter().filter(|s| s.finished).map(|s| s.index).collect();
+        self.pending.retain(|i| !finished.contains(i));
+        if !self.pending.is_empty() {
+            let why = if done { "the stream ended before every sample finished" } else { "the connection dropped mid-stream" };
+            return Err(Failure::Transient { why: format!("{url}: {why}"), retry_after: None });
+        }
+        Ok(())
+    }
+}
+
+/// One sample's stream: its thinking/answer split and token counts.
+struct SampleStream {
+    index: usize,
+    split: Split,
+    server_splits: bool,
+    thinking_tokens: usize,
+    answer_tokens: usize,
+    first: Option<Instant>,
+    finished: bool,
+}
+
+/// For servers that leave the thought in the content. A reply that opens with `<think>` is
+/// followed as it streams; one that does not may still be a thought (R1's template opens it in
+/// the prompt), which only a `</think>` tells, so the text is held until one comes or the
+/// reply ends (then it is all answer).
+enum Split {
+    Undecided(String),
+    Streaming(ThinkSplitter),
+}
+
+impl SampleStream {
+    fn new(index: usize) -> Self {
+        Self {
+            index,
+            split: Split::Undecided(String::new()),
+            server_splits: false,
+            thinking_tokens: 0,
+            answer_tokens: 0,
+            first: None,
+            finished: false,
+        }
+    }
+
+    fn emit(&mut self, tx: &Sender<Next>, channel: Channel, text: &str) {
+        self.first.get_or_insert_with(Instant::now);
+        match channel {
+            Channel::Thinking => self.thinking_tokens += 1,
+            Channel::Answer => self.answer_tokens += 1,
+        }
+        let _ = tx.send(Next::Event(Event::Delta { index: self.index, channel, text: text.to_string() }));
+    }
+
+    fn content(&mut self, tx: &Sender<Next>, text: &str) {
+        if self.server_splits {
+            return self.emit(tx, Channel::Answer, text);
+        }
+        let out = match &mut self.split {
+            Split::Streaming(s) => s.push(text),
+            Split::Undecided(held) => {
+                held.push_str(text);
+                let start = held.trim_start();
+                let decided = if start.starts_with(THINK_OPEN) {
+                    Some(false)
+                } else if held.contains(THINK_CLOSE) {
+                    Some(true)
+                } else {
+                    None
+                };
+                match decided {
+                    None => Vec::new(),
+                    Some(starts_thinking) => {
+                        let held = std::mem::take(held);
+                        let mut s = ThinkSplitter::new(starts_thinking);
+                        let out = s.push(&held);
+                        self.split = Split::Streaming(s);
+                        out
+                    }
+                }
+            }
+        };
+        for (channel, t) in out {
+            self.emit(tx, channel, &t);
+        }
+    }
+
+    fn finish(&mut self, tx: &Sender<Next>, reason: &str, completion_tokens: Option<u64>, started: Instant) {
+        let rest = match &mut self.split {
+            Split::Streaming(s) => s.finish(),
+            Split::Undecided(held) => {
+                let t = std::mem::take(held).trim().to_string();
+                if t.is_empty() { Vec::new() } else { vec![(Channel::Answer, t)] }
+            }
+        };
+        for (channel, t) in rest {
+            self.emit(tx, channel, &t);
+        }
+        // Deltas stand in for tokens unless the server counts them.
+        if let Some(n) = completion_tokens {
+            self.answer_tokens = (n as usize).saturating_sub(self.thinking_tokens);
+        }
+        let elapsed = self.first.map_or(0.0, |f| f.elapsed().as_secs_f64());
+        let usage = Usage {
+            prompt_tokens: 0,
+            thinking_tokens: self.thinking_tokens,
+            answer_tokens: self.answer_tokens,
+            time_to_first_token: self.first.map(|f| f.duration_since(started)),
+            tokens_per_second: if elapsed > 0.0 { (self.thinking_tokens + self.answer_tokens) as f64 / elapsed } else { 0.0 },
+        };
+        let reason = match reason {
+            "length" => FinishReason::Length,
+            _ => FinishReason::Stop,
+        };
+        self.finished = true;
+        let _ = tx.send(Next::Event(Event::Finished { index: self.index, reason, usage, error: None }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(stream: &mut SampleStream, parts: &[&str]) -> Vec<(Channel, String)> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        for p in parts {
+            stream.content(&tx, p);
+        }
+        stream.finish(&tx, "stop", None, Instant::now());
+        let mut out: Vec<(Channel, String)> = Vec::new();
+        for n in rx.try_iter() {
+            if let Next::Event(Event::Delta { channel, text, .. }) = n {
+                match out.last_mut() {
+                    Some((c, t)) if *c == channel => t.push_str(&text),
+                    _ => out.push((channel, text)),
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn thinking_in_the_content_is_split_out() {
+        let think = |t: &str| (Channel::Thinking, t.to_string());
+        let answer = |t: &str| (Channel::Answer, t.to_string());
+        // An explicit opening tag, split across deltas.
+        assert_eq!(collect(&mut SampleStream::new(0), &["<thi", "nk>hmm", " ok</th", "ink>\n\n**4**"]), vec![think("hmm ok"), answer("**4**")]);
+        // R1 behind a template that opened the thought: only the closing tag shows.
+        assert_eq!(collect(&mut SampleStream::new(0), &["Two and ", "two.\n</think>\n\n", "4"]), vec![think("Two and two.\n"), answer("4")]);
+        // A model that does not think at all.
+        assert_eq!(collect(&mut SampleStream::new(0), &["The answer ", "is 4."]), vec![answer("The answer is 4.")]);
+    }
+
+    #[test]
+    fn backoff_grows_with_jitter_and_stays_under_the_cap() {
+        let max = Duration::from_secs(10);
+        for attempt in 0..20 {
+            let cap = Duration::from_millis(250).saturating_mul(1 << attempt.min(8)).min(max);
+            let waits: Vec<Duration> = (0..50).map(|_| backoff(attempt, max)).collect();
+            assert!(waits.iter().all(|w| *w <= cap));
+            assert!(waits.windows(2).any(|w| w[0] != w[1]), "jittered");
+        }
+    }
+}

@@ -1,0 +1,23 @@
+use super::RemoteState;
+use crate::core::settings::SettingsState;
+use ponder_jobs::remote::RemoteBackend;
+use tauri::State;
+
+/// Whether a key is stored (the key itself never goes back to the window).
+#[tauri::command]
+pub fn remote_key_stored(remote: State<'_, RemoteState>) -> Result<bool, String> {
+    Ok(remote.secrets.get()?.is_some())
+}
+
+#[tauri::command]
+pub fn set_remote_key(remote: State<'_, RemoteState>, key: Option<String>) -> Result<(), String> {
+    remote.set_key(key.as_deref())
+}
+
+/// Asks the remote engine for its models with the saved address and key; returns the model
+/// jobs will use.
+#[tauri::command(async)]
+pub fn check_remote(remote: State<'_, RemoteState>, settings: State<'_, SettingsState>) -> Result<String, String> {
+    let config = remote.config(&settings.get())?.ok_or("no remote engine is set up")?;
+    RemoteBackend::connect(config).map(|b| b.model().to_string()).map_err(|e| e.to_string())
+}

@@ -1,0 +1,102 @@
+//! The remote engine for big jobs: its address in the settings, its API key in the OS keyring
+//! (Secret Service on Linux, Keychain on macOS, Credential Manager on Windows), never in a file.
+pub mod commands;
+
+use crate::core::settings::Settings;
+use ponder_jobs::remote::RemoteConfig;
+
+/// Where the remote engine's key is kept.
+pub trait SecretStore: Send + Sync {
+    fn get(&self) -> Result<Option<String>, String>;
+    /// Stores the key, or removes it (`None`).
+    fn set(&self, key: Option<&str>) -> Result<(), String>;
+}
+
+/// The operating system's keyring.
+pub struct OsKeyring;
+
+impl OsKeyring {
+    const SERVICE: &'static str = "app.ponder.desktop";
+    const ACCOUNT: &'static str = "remote-api-key";
+
+    fn entry() -> Result<keyring::Entry, String> {
+        keyring::Entry::new(Self::SERVICE, Self::ACCOUNT).map_err(|e| format!("the system keyring: {e}"))
+    }
+}
+
+impl SecretStore for OsKeyring {
+    fn get(&self) -> Result<Option<String>, String> {
+        match Self::entry()?.get_password() {
+            Ok(k) => Ok(Some(k)),
+            Err(keyring::Error::NoEntry) => Ok(None),
+            Err(e) => Err(format!("the system keyring: {e}")),
+        }
+    }
+
+    fn set(&self, key: Option<&str>) -> Result<(), String> {
+        let entry = Self::entry()?;
+        match key {
+            Some(k) => entry.set_password(k).map_err(|e| format!("the system keyring: {e}")),
+            None => match entry.delete_credential() {
+                Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
+                Err(e) => Err(format!("the system keyring: {e}")),
+            },
+        }
+    }
+}
+
+pub struct RemoteState {
+    pub secrets: Box<dyn SecretStore>,
+}
+
+impl RemoteState {
+    /// Stores a key (trimmed; empty removes it).
+    pub fn set_key(&self, key: Option<&str>) -> Result<(), String> {
+        self.secrets.set(key.map(str::trim).filter(|k| !k.is_empty()))
+    }
+
+    /// How to reach the remote engine, if one is set up.
+    pub fn config(&self, settings: &Settings) -> Result<Option<RemoteConfig>, String> {
+        let Some(url) = settings.remote_url.clone().filter(|u| !u.trim().is_empty()) else { return Ok(None) };
+        Ok(Some(RemoteConfig {
+            model: settings.remote_model.clone().filter(|m| !m.trim().is_empty()),
+            api_key: self.secrets.get()?,
+            max_in_flight: 16,
+            ..RemoteConfig::new(url.trim())
+        }))
+    }
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// A keyring in memory, for tests.
+    #[derive(Default)]
+    pub struct MemoryStore(pub Mutex<Option<String>>);
+
+    impl SecretStore for MemoryStore {
+        fn get(&self) -> Result<Option<String>, String> {
+            Ok(self.0.lock().unwrap().clone())
+        }
+        fn set(&self, key: Option<&str>) -> Result<(), String> {
+            *self.0.lock().unwrap() = key.map(String::from);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_key_comes_from_the_store_and_the_address_from_the_settings() {
+        let remote = RemoteState { secrets: Box::new(MemoryStore::default()) };
+        let settings = Settings { remote_url: Some(" http://gpu:8000/v1 ".into()), remote_model: Some(" ".into()), ..Settings::default() };
+        remote.set_key(Some("  sk-123  ")).unwrap();
+        let c = remote.config(&settings).unwrap().unwrap();
+        assert_eq!((c.base_url.as_str(), c.model, c.api_key.as_deref()), ("http://gpu:8000/v1", None, Some("sk-123")));
+        remote.set_key(Some("")).unwrap();
+        assert_eq!(remote.config(&settings).unwrap().unwrap().api_key, None);
+        assert!(remote.config(&Settings::default()).unwrap().is_none());
+        let bad = Settings { remote_url: Some("gpu:8000".into()), ..Settings::default() };
+        assert!(bad.validate().unwrap_err().contains("remote_url"));
+    }
+}
