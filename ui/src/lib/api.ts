@@ -58,6 +58,8 @@ export interface Settings {
   thinking_budget: number | null;
   server_enabled: boolean;
   server_port: number;
+  remote_url: string | null;
+  remote_model: string | null;
   language: Language;
   theme: Theme;
 }
@@ -258,7 +260,12 @@ export interface JobProgress {
 export type JobRunEvent =
   | { event: 'sample'; problem_idx: number; sample_idx: number; extracted: string | null; finish_reason: string }
   | ({ event: 'progress' } & JobProgress)
-  | { event: 'delta'; problem_idx: number; sample_idx: number; channel: 'thinking' | 'answer'; text: string };
+  | { event: 'delta'; problem_idx: number; sample_idx: number; channel: 'thinking' | 'answer'; text: string }
+  | { event: 'restarted'; problem_idx: number; sample_idx: number }
+  | { event: 'waiting'; reason: string | null };
+
+/** Where a job runs. */
+export type RunOn = 'local' | 'remote';
 
 /** A job's events: the runner's, then `state` once it stops. */
 export type JobUiEvent = JobRunEvent | { event: 'state'; state: JobState; error: string | null };
@@ -271,13 +278,23 @@ export const jobs = {
   list: () => invoke<JobSummary[]>('list_jobs'),
   table: (id: number) => invoke<JobTable>('job_table', { id }),
   samples: (id: number, problemIdx: number) => invoke<SampleRow[]>('problem_samples', { id, problemIdx }),
-  run: (id: number, onEvent: (e: JobUiEvent) => void) => {
+  run: (id: number, on: RunOn, onEvent: (e: JobUiEvent) => void) => {
     const channel = new Channel<JobUiEvent>();
     channel.onmessage = onEvent;
-    return invoke<void>('run_job', { id, onEvent: channel });
+    return invoke<void>('run_job', { id, on, onEvent: channel });
   },
   pause: (id: number) => invoke<void>('pause_job', { id }),
   cancel: (id: number) => invoke<void>('cancel_job', { id }),
   remove: (id: number) => invoke<void>('delete_job', { id }),
   exportTo: (id: number, format: ExportFormat, path: string) => invoke<void>('export_job', { id, format, path }),
+};
+
+// ---- Remote engine ----
+
+export const remote = {
+  keyStored: () => invoke<boolean>('remote_key_stored'),
+  /** Stores the key in the OS keyring; null or empty removes it. */
+  setKey: (key: string | null) => invoke<void>('set_remote_key', { key }),
+  /** The model jobs will use there, or why the engine cannot be reached. */
+  check: () => invoke<string>('check_remote'),
 };

@@ -1,7 +1,7 @@
 // The batch jobs' window state: previews of dropped files, the job list, the open job's table,
 // and live progress and text of running jobs. Rust owns jobs, verdicts and files; this mirrors
 // them and applies stream events.
-import { jobs, type ExportFormat, type FilePreview, type JobOptions, type JobProgress, type JobSummary, type JobTable,
+import { jobs, type RunOn, type ExportFormat, type FilePreview, type JobOptions, type JobProgress, type JobSummary, type JobTable,
   type JobUiEvent, type ProblemStatus, type SampleRow } from './api';
 
 export type RowState = 'queued' | 'thinking' | 'answered' | 'confirmed' | 'disputed' | 'unsure';
@@ -43,6 +43,10 @@ export class JobsController {
   selectedProblem = $state<number | null>(null);
   samples = $state<SampleRow[]>([]);
   error = $state<string | null>(null);
+  /** Where each job last ran. */
+  runOn = $state<Record<number, RunOn>>({});
+  /** Why a running job waits (its remote engine is down), by job. */
+  waiting = $state<Record<number, string | null>>({});
 
   async refresh() {
     this.list = await jobs.list();
@@ -66,7 +70,7 @@ export class JobsController {
   }
 
   /** Creates a job for every readable previewed file and starts them. */
-  async start(options: JobOptions) {
+  async start(options: JobOptions, on: RunOn = 'local') {
     this.error = null;
     const ready = this.previews.filter((p) => p.preview);
     try {
@@ -74,7 +78,7 @@ export class JobsController {
       for (const item of ready) {
         const job = await jobs.create(item.path, options);
         first ??= job.id;
-        await this.attach(job.id);
+        await this.attach(job.id, on);
       }
       // Files that could not be read have been seen; they go with the rest.
       this.previews = [];
@@ -86,10 +90,11 @@ export class JobsController {
   }
 
   /** Runs, resumes, or listens to a running job. */
-  async attach(id: number) {
+  async attach(id: number, on: RunOn = this.runOn[id] ?? 'local') {
     this.running[id] = true;
+    this.runOn[id] = on;
     try {
-      await jobs.run(id, (e) => this.apply(id, e));
+      await jobs.run(id, on, (e) => this.apply(id, e));
     } catch (e) {
       this.running[id] = false;
       this.error = String(e);
@@ -157,12 +162,19 @@ export class JobsController {
         else s.answer += e.text;
         break;
       }
+      case 'restarted':
+        delete this.live[liveKey(id, e.problem_idx, e.sample_idx)];
+        break;
+      case 'waiting':
+        this.waiting[id] = e.reason;
+        break;
       case 'sample':
         delete this.live[liveKey(id, e.problem_idx, e.sample_idx)];
         this.scheduleReload(id, e.problem_idx);
         break;
       case 'state':
         this.running[id] = false;
+        this.waiting[id] = null;
         for (const k of Object.keys(this.live)) if (k.startsWith(`${id}:`)) delete this.live[k];
         if (e.error) this.error = e.error;
         void this.reload(id);

@@ -42,7 +42,8 @@ const mocks = {
   },
   problem_samples: ({ problemIdx }) => problemIdx !== 1 ? [] : [0, 1].map((s) => ({ problem_idx: 1, sample_idx: s, answer: 'So $3 \\times 3 = \\boxed{9}$.',
     thinking: 'Three threes make nine.', extracted: '9', finish_reason: 'stop', prompt_tokens: 20, thinking_tokens: 5, answer_tokens: 8, ttft_ms: 100, duration_ms: 900 })),
-  run_job: ({ id, onEvent }) => {
+  run_job: ({ id, on, onEvent }) => {
+    window.__ranOn = on;
     const script = [
       { event: 'delta', problem_idx: 1, sample_idx: 0, channel: 'thinking', text: 'Three threes' },
       { event: 'progress', done: 3, total: 6, tokens_per_second: 42.5, eta_seconds: 75 },
@@ -91,6 +92,8 @@ test('jobs: dropped files are previewed, run with live progress, and reported wi
   // Running: live progress, the problem being thought about, pause.
   await page.getByTestId('job').waitFor();
   const created = await page.evaluate(() => window.__created);
+  assert.equal(await page.evaluate(() => window.__ranOn), 'local');
+  assert.equal(await page.getByTestId('opt-run-on').count(), 0, 'no remote engine: no choice');
   assert.equal(created.path, '/data/algebra.csv');
   assert.equal(created.options.samples, 2);
   assert.equal(created.options.thinking_budget, 300);
@@ -127,5 +130,50 @@ test('jobs: dropped files are previewed, run with live progress, and reported wi
   await page.getByTestId('export-markdown').click();
   await page.waitForFunction(() => window.__exported);
   assert.deepEqual(await page.evaluate(() => window.__exported), { id: 7, format: 'markdown', path: '/home/teacher/algebra.report.md' });
+  await page.close();
+});
+
+test('remote engine: set up in settings with the key sent to the keyring, chosen per job, its outage shown', async () => {
+  const page = await ctx.browser.newPage();
+  await mockIpc(page, {
+    ...mocks,
+    get_settings: () => window.__settings ?? { ...window.__defaults },
+    save_settings: ({ settings }) => (window.__settings = settings),
+    remote_key_stored: () => !!window.__key,
+    set_remote_key: ({ key }) => { window.__key = key; },
+    check_remote: () => { if (window.__key !== 'sk-test') throw 'http://gpu:8000/v1/models: the server refused the API key (401); check --api-key'; return 'deepseek-r1'; },
+    run_job: ({ on, onEvent }) => {
+      window.__ranOn = on;
+      setTimeout(() => window.__emit(onEvent, { event: 'waiting', reason: 'connection refused' }), 50);
+      return null;
+    },
+  });
+  await page.addInitScript((d) => { window.__defaults = d; }, settings);
+  await page.goto(ctx.server.url);
+  await page.getByTestId('tab-settings').click();
+  await page.getByTestId('remote-url').fill('http://gpu:8000/v1');
+  await page.getByTestId('remote-key').fill('sk-test');
+  await page.getByTestId('save-settings').click();
+  await page.getByTestId('remote-key-remove').waitFor();
+  assert.equal(await page.evaluate(() => window.__key), 'sk-test');
+  assert.equal(await page.getByTestId('remote-key').inputValue(), '', 'the key is not kept in the page');
+  const saved = await page.evaluate(() => window.__settings);
+  assert.equal(saved.remote_url, 'http://gpu:8000/v1');
+  assert.equal(saved.remote_model, null);
+  assert.ok(!JSON.stringify(saved).includes('sk-test'), 'the key is not in the settings');
+  await page.getByTestId('remote-check').click();
+  assert.equal(await page.getByTestId('remote-check-result').textContent(), 'Connected: jobs will use deepseek-r1.');
+  await page.getByTestId('remote-key-remove').click();
+  await page.getByTestId('remote-check').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid=remote-check-result]')?.textContent.includes('401'));
+
+  // A job can now run on the remote engine; while it is down the job says so.
+  await page.getByTestId('tab-jobs').click();
+  await page.evaluate(() => window.__tauriEvent('tauri://drag-drop', { paths: ['/data/algebra.csv'], position: { x: 1, y: 1 } }));
+  await page.getByTestId('opt-run-on').selectOption('remote');
+  await page.getByTestId('start-job').click();
+  await page.getByTestId('job-waiting').waitFor();
+  assert.equal(await page.evaluate(() => window.__ranOn), 'remote');
+  assert.equal(await page.getByTestId('job-waiting').textContent(), 'Waiting for the remote engine: connection refused');
   await page.close();
 });
