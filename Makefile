@@ -26,8 +26,9 @@ ui:
 build: ui
 	$(CARGO) build --release --workspace --bins --examples
 
+# Inside a D-Bus session with a keyring of its own (the app's key storage is tested for real).
 test-rust:
-	$(CARGO) test --release --workspace
+	dbus-run-session -- scripts/with-keyring.sh $(CARGO) test --release --workspace
 
 test-ui:
 	cd ui && npx tsc --noEmit && npx svelte-check --tsconfig ./tsconfig.json --fail-on-warnings && npx vitest run

@@ -99,4 +99,21 @@ pub mod tests {
         let bad = Settings { remote_url: Some("gpu:8000".into()), ..Settings::default() };
         assert!(bad.validate().unwrap_err().contains("remote_url"));
     }
+
+    #[test]
+    fn the_os_keyring_keeps_the_key_where_other_programs_find_it() {
+        let store = OsKeyring;
+        let hint = "needs a Secret Service: run the tests through `make test-rust` (scripts/with-keyring.sh)";
+        store.set(Some("sk-from-ponder")).expect(hint);
+        assert_eq!(store.get().unwrap().as_deref(), Some("sk-from-ponder"));
+        // Really in the OS keyring: libsecret's command line finds it there.
+        let out = std::process::Command::new("secret-tool")
+            .args(["lookup", "service", OsKeyring::SERVICE, "username", OsKeyring::ACCOUNT])
+            .output()
+            .expect("secret-tool (libsecret-tools) is installed by scripts/setup.sh");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "sk-from-ponder");
+        store.set(None).unwrap();
+        assert_eq!(store.get().unwrap(), None);
+        store.set(None).unwrap();
+    }
 }
