@@ -3,9 +3,9 @@
 
 mod core;
 
-use core::{chat, engine, jobs, model, remote, server, settings};
+use core::{chat, engine, files, jobs, model, remote, server, settings};
 use std::sync::Arc;
-use tauri::Manager;
+use tauri::{Emitter, Manager};
 
 pub fn run() {
     tracing_subscriber::fmt()
@@ -34,16 +34,29 @@ pub fn run() {
             app.manage(engine);
             app.manage(api_server);
             app.manage(model::DownloadState::default());
+            app.manage(files::FileGrants::default());
             app.manage(remote::RemoteState { secrets: Box::new(remote::OsKeyring) });
             app.manage(Arc::new(jobs::JobsState::open(paths.jobs_db()).map_err(anyhow::Error::msg)?));
             app.manage(Arc::new(chat::ChatState::new(chat_store)));
             Ok(())
+        })
+        // Files dropped on the window are granted here, from the window system's own event,
+        // before the page hears of them.
+        .on_window_event(|window, event| {
+            if let tauri::WindowEvent::DragDrop(tauri::DragDropEvent::Drop { paths, .. }) = event {
+                window.state::<files::FileGrants>().grant(paths.iter().cloned());
+                let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+                let _ = window.emit("ponder://files-dropped", shown);
+            }
         })
         .invoke_handler(tauri::generate_handler![
             model::commands::model_status,
             model::commands::open_model,
             model::commands::download_default_model,
             model::commands::cancel_download,
+            files::commands::pick_question_files,
+            files::commands::pick_model,
+            files::commands::pick_save_path,
             settings::commands::get_settings,
             settings::commands::save_settings,
             engine::commands::engine_status,

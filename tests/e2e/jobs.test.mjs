@@ -23,9 +23,14 @@ test('jobs: a dropped keyed CSV runs to completion and every problem gets a verd
   let app = await launchApp(env);
   try {
     await app.find('[data-testid=workbench]');
-    // What the window receives when a file is dropped on it.
-    await app.run(`window.__TAURI_INTERNALS__.invoke('plugin:event|emit', { event: 'tauri://drag-drop',
-      payload: { paths: [arguments[0]], position: { x: 100, y: 100 } } })`, [csv]);
+    // A page cannot grant itself a file: a made-up drop event opens nothing.
+    await app.run(`window.__TAURI_INTERNALS__.invoke('plugin:event|emit', { event: 'ponder://files-dropped', payload: [arguments[0]] })`, [csv]);
+    await app.waitUntil(`return document.querySelector('[data-testid=preview-error]')?.textContent`, 'the refusal');
+    assert.match(await app.text('[data-testid=preview-error]'), /may only open files you drop on its window or pick/);
+    await app.click('[data-testid=preview-file] header button');
+    // Picked in the native dialog, as a user does.
+    await app.click('[data-testid=add-files]');
+    await app.chooseInDialog('Add question files…', csv);
     assert.match(await app.text('[data-testid=preview-facts]'), /3 problems · CSV · UTF-8\s*· answer key in “answer”/);
     await app.run(`const i = document.querySelector('[data-testid=opt-samples]'); i.value = '2'; i.dispatchEvent(new Event('input', { bubbles: true }));`);
     await app.click('[data-testid=start-job]');

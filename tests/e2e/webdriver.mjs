@@ -123,6 +123,30 @@ class Session {
   waitUntil(script, what, timeoutMs = 30000) {
     return waitFor(() => this.run(script), what, timeoutMs);
   }
+  /// Answers the app's native file dialog titled `title` the way a user does: typing the path
+  /// (GTK opens its location field at the first "/") and Enter. Driven with xdotool on the
+  /// test's X display.
+  async chooseInDialog(title, file) {
+    const env = { ...process.env, DISPLAY: this.display };
+    const win = await waitFor(() => {
+      try {
+        return execFileSync('xdotool', ['search', '--onlyvisible', '--name', `^${title}$`], { env }).toString().trim().split('\n')[0];
+      } catch { return null; }
+    }, `the "${title}" dialog`);
+    execFileSync('xdotool', ['windowfocus', '--sync', win], { env });
+    await new Promise((r) => setTimeout(r, 500));
+    execFileSync('xdotool', ['type', '--delay', '30', file], { env });
+    // Enter, until the dialog is gone: GTK may take the first one to accept its completion of
+    // the typed path.
+    const open = () => { try { execFileSync('xdotool', ['search', '--onlyvisible', '--name', `^${title}$`], { env }); return true; } catch { return false; } };
+    for (let i = 0; i < 6; i++) {
+      await new Promise((r) => setTimeout(r, 700));
+      if (!open()) break;
+      // The dialog may close between the look and the key: that is success, not an error.
+      try { execFileSync('xdotool', ['key', 'Return'], { env, stdio: 'ignore' }); } catch { /* gone */ }
+    }
+    if (open()) throw new Error(`the "${title}" dialog did not take ${file}`);
+  }
   /// Saves a screenshot. WebKit can hand back a frame painted before the last DOM change, so
   /// it retakes the picture (for up to 10 s) until `settled(bytes)` accepts it.
   async screenshot(name, settled = () => true) {

@@ -1,5 +1,6 @@
 pub mod chat;
 pub mod engine;
+pub mod files;
 pub mod jobs;
 pub mod model;
 pub mod paths;

@@ -42,6 +42,15 @@ export function cancelDownload(): Promise<void> {
   return invoke<void>('cancel_download');
 }
 
+// ---- Files: dialogs run in Rust, which grants what the user picks ----
+
+export const files = {
+  pickQuestionFiles: (title: string, filter: string) => invoke<string[]>('pick_question_files', { title, filter }),
+  pickModel: (folder: boolean, title: string) => invoke<string | null>('pick_model', { folder, title }),
+  pickSavePath: (title: string, fileName: string, extension: string) =>
+    invoke<string | null>('pick_save_path', { title, fileName, extension }),
+};
+
 // ---- Settings ----
 
 export type Language = 'en' | 'zh-CN';

@@ -61,7 +61,7 @@ const mocks = {
     return null;
   },
   pause_job: () => null,
-  'plugin:dialog|save': () => '/home/teacher/algebra.report.md',
+  pick_save_path: (args) => { window.__saveDialog = args; return '/home/teacher/algebra.report.md'; },
   export_job: (args) => { window.__exported = args; return null; },
 };
 
@@ -76,7 +76,9 @@ test('jobs: dropped files are previewed, run with live progress, and reported wi
   // Dragging over the window shows where to drop; dropping opens the preview.
   await page.evaluate(() => window.__tauriEvent('tauri://drag-enter', { paths: ['/data/algebra.csv'], position: { x: 10, y: 10 } }));
   await page.getByTestId('drop-overlay').waitFor();
+  // The drop: the window system's event (hides the zone), then Rust's, with the granted paths.
   await page.evaluate(() => window.__tauriEvent('tauri://drag-drop', { paths: ['/data/algebra.csv', '/data/notes.pdf'], position: { x: 10, y: 10 } }));
+  await page.evaluate(() => window.__tauriEvent('ponder://files-dropped', ['/data/algebra.csv', '/data/notes.pdf']));
   await page.getByTestId('preview').waitFor();
   assert.equal(await page.getByTestId('drop-overlay').count(), 0);
   assert.equal(await page.getByTestId('preview-file').count(), 2);
@@ -130,6 +132,7 @@ test('jobs: dropped files are previewed, run with live progress, and reported wi
   await page.getByTestId('export-markdown').click();
   await page.waitForFunction(() => window.__exported);
   assert.deepEqual(await page.evaluate(() => window.__exported), { id: 7, format: 'markdown', path: '/home/teacher/algebra.report.md' });
+  assert.deepEqual(await page.evaluate(() => window.__saveDialog), { title: 'Save the results as', fileName: 'algebra.report.md', extension: 'md' });
   await page.close();
 });
 
@@ -169,7 +172,7 @@ test('remote engine: set up in settings with the key sent to the keyring, chosen
 
   // A job can now run on the remote engine; while it is down the job says so.
   await page.getByTestId('tab-jobs').click();
-  await page.evaluate(() => window.__tauriEvent('tauri://drag-drop', { paths: ['/data/algebra.csv'], position: { x: 1, y: 1 } }));
+  await page.evaluate(() => window.__tauriEvent('ponder://files-dropped', ['/data/algebra.csv']));
   await page.getByTestId('opt-run-on').selectOption('remote');
   await page.getByTestId('start-job').click();
   await page.getByTestId('job-waiting').waitFor();

@@ -1,11 +1,11 @@
 //! The batch jobs' Tauri commands: thin calls into [`JobsState`].
 use super::{ExportFormat, FilePreview, JobTable, JobUiEvent, JobsState, Target};
+use crate::core::files::FileGrants;
 use crate::core::remote::RemoteState;
 use crate::core::engine::EngineState;
 use crate::core::settings::SettingsState;
 use ponder_jobs::store::{JobSummary, SampleRow};
 use ponder_jobs::{JobId, JobOptions};
-use std::path::PathBuf;
 use std::sync::Arc;
 use tauri::ipc::Channel;
 use tauri::State;
@@ -13,13 +13,13 @@ use tauri::State;
 type Jobs<'a> = State<'a, Arc<JobsState>>;
 
 #[tauri::command(async)]
-pub fn preview_file(path: String) -> Result<FilePreview, String> {
-    super::preview(&PathBuf::from(path))
+pub fn preview_file(grants: State<'_, FileGrants>, path: String) -> Result<FilePreview, String> {
+    super::preview(&grants.check(&path)?)
 }
 
 #[tauri::command(async)]
-pub fn create_job(jobs: Jobs<'_>, path: String, options: JobOptions) -> Result<JobSummary, String> {
-    jobs.create(&PathBuf::from(path), &options)
+pub fn create_job(jobs: Jobs<'_>, grants: State<'_, FileGrants>, path: String, options: JobOptions) -> Result<JobSummary, String> {
+    jobs.create(&grants.check(&path)?, &options)
 }
 
 #[tauri::command]
@@ -80,6 +80,6 @@ pub fn delete_job(jobs: Jobs<'_>, id: JobId) -> Result<(), String> {
 }
 
 #[tauri::command(async)]
-pub fn export_job(jobs: Jobs<'_>, id: JobId, format: ExportFormat, path: String) -> Result<(), String> {
-    jobs.export(id, format, &PathBuf::from(path))
+pub fn export_job(jobs: Jobs<'_>, grants: State<'_, FileGrants>, id: JobId, format: ExportFormat, path: String) -> Result<(), String> {
+    jobs.export(id, format, &grants.check(&path)?)
 }

@@ -1,8 +1,8 @@
 use super::{DownloadEvent, DownloadState, ModelStatus};
 use crate::core::engine::EngineState;
+use crate::core::files::FileGrants;
 use crate::core::server::ServerState;
 use crate::core::settings::SettingsState;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -20,9 +20,10 @@ pub fn open_model(
     settings: State<'_, SettingsState>,
     engine: State<'_, Arc<EngineState>>,
     server: State<'_, ServerState>,
+    grants: State<'_, FileGrants>,
     path: String,
 ) -> Result<ModelStatus, String> {
-    let path = PathBuf::from(path);
+    let path = grants.check(&path)?;
     let info = ponder_engine::model::inspect(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let saved = settings.update(|s| s.model_path = Some(path.clone()))?;
     engine.load(path, &saved);
