@@ -123,29 +123,32 @@ class Session {
   waitUntil(script, what, timeoutMs = 30000) {
     return waitFor(() => this.run(script), what, timeoutMs);
   }
-  /// Answers the app's native file dialog titled `title` the way a user does: typing the path
-  /// (GTK opens its location field at the first "/") and Enter. Driven with xdotool on the
-  /// test's X display.
+  /// Answers the app's native file dialog titled `title` the way a user does: Ctrl+L for GTK's
+  /// location field, the path, Enter. Driven with xdotool on the test's X display; a busy machine
+  /// can drop keys while the dialog is still settling, so it tries again until the dialog closes.
   async chooseInDialog(title, file) {
     const env = { ...process.env, DISPLAY: this.display };
-    const win = await waitFor(() => {
-      try {
-        return execFileSync('xdotool', ['search', '--onlyvisible', '--name', `^${title}$`], { env }).toString().trim().split('\n')[0];
-      } catch { return null; }
-    }, `the "${title}" dialog`);
-    execFileSync('xdotool', ['windowfocus', '--sync', win], { env });
-    await new Promise((r) => setTimeout(r, 500));
-    execFileSync('xdotool', ['type', '--delay', '30', file], { env });
-    // Enter, until the dialog is gone: GTK may take the first one to accept its completion of
-    // the typed path.
-    const open = () => { try { execFileSync('xdotool', ['search', '--onlyvisible', '--name', `^${title}$`], { env }); return true; } catch { return false; } };
-    for (let i = 0; i < 6; i++) {
-      await new Promise((r) => setTimeout(r, 700));
-      if (!open()) break;
-      // The dialog may close between the look and the key: that is success, not an error.
-      try { execFileSync('xdotool', ['key', 'Return'], { env, stdio: 'ignore' }); } catch { /* gone */ }
+    const xdo = (...args) => { try { return execFileSync('xdotool', args, { env, stdio: ['ignore', 'pipe', 'ignore'] }).toString(); } catch { return null; } };
+    const visible = () => xdo('search', '--onlyvisible', '--name', `^${title}$`)?.trim().split('\n')[0] || null;
+    const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+    const win = await waitFor(visible, `the "${title}" dialog`);
+    for (let attempt = 0; attempt < 4; attempt++) {
+      xdo('windowfocus', '--sync', win);
+      await sleep(800);
+      xdo('key', 'ctrl+l');
+      await sleep(300);
+      xdo('key', 'ctrl+a');
+      xdo('type', '--delay', '40', file);
+      await sleep(500);
+      xdo('key', 'Return');
+      // GTK may take the first Enter to accept its completion of the typed path.
+      for (let i = 0; i < 5 && visible(); i++) {
+        await sleep(600);
+        if (visible()) xdo('key', 'Return');
+      }
+      if (!visible()) return;
     }
-    if (open()) throw new Error(`the "${title}" dialog did not take ${file}`);
+    throw new Error(`the "${title}" dialog did not take ${file}`);
   }
   /// Saves a screenshot. WebKit can hand back a frame painted before the last DOM change, so
   /// it retakes the picture (for up to 10 s) until `settled(bytes)` accepts it.
