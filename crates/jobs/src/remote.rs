@@ -333,7 +333,8 @@ impl Request {
                         return;
                     }
                     let wait = retry_after.unwrap_or_else(|| backoff(attempts, self.shared.config.max_backoff));
-                    self.sleep(wait);
+                    // Not cut short by a cancel: the runner does not wait for this thread.
+                    std::thread::sleep(wait);
                     if self.cancelled() {
                         return;
                     }
@@ -355,11 +356,6 @@ impl Request {
         }
     }
 
-    fn sleep(&self, d: Duration) {
-        // Not cut short by a cancel: the runner does not wait for this thread.
-        std::thread::sleep(d);
-    }
-
     /// Asks `/models` with growing, jittered pauses until the server answers, then closes the
     /// circuit for everyone.
     fn probe_until_back(&self) {
@@ -371,7 +367,7 @@ impl Request {
                 return;
             }
             n += 1;
-            self.sleep(backoff(n.min(4), self.shared.config.max_backoff).max(Duration::from_millis(200)));
+            std::thread::sleep(backoff(n.min(4), self.shared.config.max_backoff).max(Duration::from_millis(200)));
         }
     }
 

@@ -165,7 +165,7 @@ impl JobsState {
 
     /// Runs (or resumes) a job; a job already running just gains a listener.
     pub fn run(self: &Arc<Self>, id: JobId, target: Target, sink: impl JobSink) -> Result<(), String> {
-        let listeners: Listeners = {
+        let (listeners, control) = {
             let mut running = self.running.lock().unwrap();
             if let Some(r) = running.get(&id) {
                 r.listeners.lock().unwrap().push(Box::new(sink));
@@ -176,10 +176,10 @@ impl JobsState {
                 return Err(format!("job {id} is already complete"));
             }
             let listeners: Listeners = Arc::new(Mutex::new(vec![Box::new(sink) as Box<dyn JobSink>]));
-            running.insert(id, Running { control: JobControl::default(), listeners: listeners.clone() });
-            listeners
+            let control = JobControl::default();
+            running.insert(id, Running { control: control.clone(), listeners: listeners.clone() });
+            (listeners, control)
         };
-        let control = self.running.lock().unwrap()[&id].control.clone();
         let this = self.clone();
         std::thread::Builder::new()
             .name(format!("ponder-job-{id}"))

@@ -61,7 +61,6 @@ impl RemoteState {
         Ok(Some(RemoteConfig {
             model: settings.remote_model.clone().filter(|m| !m.trim().is_empty()),
             api_key: self.secrets.get()?,
-            max_in_flight: 16,
             ..RemoteConfig::new(url.trim())
         }))
     }
