@@ -17,11 +17,12 @@ pub struct BenchOptions {
     pub decode_tokens: usize,
     pub prefill_tokens: usize,
     pub batch_sizes: Vec<usize>,
+    pub kernels: crate::KQuantKernels,
 }
 
 impl Default for BenchOptions {
     fn default() -> Self {
-        Self { runs: 3, decode_tokens: 128, prefill_tokens: 512, batch_sizes: vec![1, 2, 4, 8, 16] }
+        Self { runs: 3, decode_tokens: 128, prefill_tokens: 512, batch_sizes: vec![1, 2, 4, 8, 16], kernels: Default::default() }
     }
 }
 
@@ -35,6 +36,8 @@ pub struct AggregatePoint {
 pub struct BenchReport {
     pub model: String,
     pub threads: usize,
+    /// Which code multiplied the K-quant weights ("Candle" or "InPlace").
+    pub kernels: String,
     pub runs: usize,
     pub load_s: f64,
     pub single_decode_tok_s: f64,
@@ -135,7 +138,7 @@ fn drive(handles: &[crate::engine::RequestHandle], submitted: Instant) -> Vec<Ti
 
 pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<BenchReport> {
     let t0 = Instant::now();
-    let loaded = load(model, &LoadOptions { max_context: Some(8192) })?;
+    let loaded = load(model, &LoadOptions { max_context: Some(8192), kernels: opts.kernels })?;
     let load_s = t0.elapsed().as_secs_f64();
     let name = loaded.info.name.clone();
     let max_batch = opts.batch_sizes.iter().copied().max().unwrap_or(1).max(9);
@@ -198,6 +201,7 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
     Ok(BenchReport {
         model: name,
         threads,
+        kernels: format!("{:?}", opts.kernels),
         runs: opts.runs,
         load_s,
         single_decode_tok_s: median(single),

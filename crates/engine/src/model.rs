@@ -37,6 +37,20 @@ pub struct LoadedModel {
 pub struct LoadOptions {
     /// Cap on the context length (memory); `None` keeps the model's own.
     pub max_context: Option<usize>,
+    /// Which code multiplies K-quant weights.
+    pub kernels: KQuantKernels,
+}
+
+/// Which code multiplies K-quant (Q4_K, Q6_K) weights.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum KQuantKernels {
+    /// candle's, which repack the weights on first use: today the fastest for batches and
+    /// prompts, at the cost of a second copy of those weights in memory.
+    #[default]
+    Candle,
+    /// Ponder's ([`crate::kquants`]), which read the file's blocks in place: less memory,
+    /// faster single-stream decoding, and the same bits for a sequence whatever its batch.
+    InPlace,
 }
 
 pub fn load(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
@@ -198,7 +212,7 @@ fn load_gguf(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
     let mmap = unsafe { memmap2::Mmap::map(&file) }
         .map_err(|source| EngineError::Io { path: path.into(), source })?;
     let mut cursor = std::io::Cursor::new(&mmap[..]);
-    let model = Qwen2::from_gguf(&ct, &mut cursor, config.clone(), &Device::Cpu)
+    let model = Qwen2::from_gguf(&ct, &mut cursor, config.clone(), opts.kernels, &Device::Cpu)
         .map_err(|e| EngineError::BadModel { path: path.into(), detail: e.to_string() })?;
 
     let info = ModelInfo { context_length: config.context_length, ..gguf_info(path, &ct, size) };

@@ -6,6 +6,8 @@
 //! per sequence over that sequence's cache. Every operation on a token's row is independent of
 //! the other rows in the step, so batching does not change what a sequence computes.
 
+use crate::kquants::KQuantMatrix;
+use crate::model::KQuantKernels;
 use crate::kv_cache::SeqCache;
 use candle_core::quantized::{gguf_file, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
@@ -33,16 +35,36 @@ impl Qwen2Config {
     }
 }
 
+/// The weights of a linear layer. K-quant blocks go through Ponder's own kernels, which read
+/// them in place (see [`crate::kquants`]); other formats and dense weights through candle.
+#[derive(Debug, Clone)]
+enum Weights {
+    KQuant(KQuantMatrix),
+    Candle(QMatMul),
+}
+
+impl Weights {
+    fn quantized(q: Arc<QTensor>, kernels: KQuantKernels) -> candle_core::Result<Self> {
+        match KQuantMatrix::new(q.clone()).filter(|_| kernels == KQuantKernels::InPlace) {
+            Some(m) => Ok(Self::KQuant(m)),
+            None => Ok(Self::Candle(QMatMul::from_arc(q)?)),
+        }
+    }
+}
+
 /// A linear layer: quantized (GGUF) or plain (safetensors) weights behind one matmul.
 #[derive(Debug, Clone)]
 struct Linear {
-    weight: QMatMul,
+    weight: Weights,
     bias: Option<Tensor>,
 }
 
 impl Linear {
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let y = self.weight.forward(x)?;
+        let y = match &self.weight {
+            Weights::KQuant(w) => w.forward(x)?,
+            Weights::Candle(w) => w.forward(x)?,
+        };
         match &self.bias {
             Some(b) => y.broadcast_add(b),
             None => Ok(y),
@@ -129,6 +151,7 @@ impl Qwen2 {
         ct: &gguf_file::Content,
         reader: &mut R,
         config: Qwen2Config,
+        kernels: KQuantKernels,
         device: &Device,
     ) -> Result<Self> {
         let mut get = |name: &str| ct.tensor(reader, name, device);
@@ -137,7 +160,7 @@ impl Qwen2 {
                           name: &str,
                           bias: bool|
          -> Result<Linear> {
-            let weight = QMatMul::from_qtensor(get(&format!("{name}.weight"))?)?;
+            let weight = Weights::quantized(Arc::new(get(&format!("{name}.weight"))?), kernels)?;
             let bias = if bias {
                 Some(get(&format!("{name}.bias"))?.dequantize(device)?)
             } else {
@@ -148,9 +171,9 @@ impl Qwen2 {
         let eps = config.rms_norm_eps as f32;
         let embed_q = Arc::new(get("token_embd.weight")?);
         let output = match get("output.weight") {
-            Ok(w) => Linear { weight: QMatMul::from_qtensor(w)?, bias: None },
+            Ok(w) => Linear { weight: Weights::quantized(Arc::new(w), kernels)?, bias: None },
             // Tied embeddings (the 0.5B model): the output projection reuses the table.
-            Err(_) => Linear { weight: QMatMul::from_arc(embed_q.clone())?, bias: None },
+            Err(_) => Linear { weight: Weights::quantized(embed_q.clone(), kernels)?, bias: None },
         };
         let norm = RmsNorm { weight: dense(get("output_norm.weight")?)?, eps };
         let mut layers = Vec::with_capacity(config.num_layers);
@@ -187,7 +210,7 @@ impl Qwen2 {
         let lin = |vb: candle_nn::VarBuilder, i: usize, o: usize, bias: bool| -> Result<Linear> {
             let w = vb.get((o, i), "weight")?.to_dtype(DType::F32)?;
             let b = if bias { Some(vb.get(o, "bias")?.to_dtype(DType::F32)?) } else { None };
-            Ok(Linear { weight: QMatMul::Tensor(w), bias: b })
+            Ok(Linear { weight: Weights::Candle(QMatMul::Tensor(w)), bias: b })
         };
         let norm = |vb: candle_nn::VarBuilder| -> Result<RmsNorm> {
             Ok(RmsNorm { weight: vb.get(h, "weight")?.to_dtype(DType::F32)?, eps })
@@ -213,7 +236,7 @@ impl Qwen2 {
             });
         }
         let output = if tie {
-            Linear { weight: QMatMul::Tensor(embed.clone()), bias: None }
+            Linear { weight: Weights::Candle(QMatMul::Tensor(embed.clone())), bias: None }
         } else {
             lin(vb.pp("lm_head"), h, config.vocab_size, false)?
         };

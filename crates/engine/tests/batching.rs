@@ -3,14 +3,18 @@
 mod common;
 
 use ponder_engine::{
-    Channel, Engine, EngineConfig, EngineError, Event, FinishReason, GenerateRequest, LoadOptions, Message,
+    Channel, Engine, EngineConfig, EngineError, Event, FinishReason, GenerateRequest, KQuantKernels, LoadOptions, Message,
     Priority, RequestHandle, SamplingParams,
 };
 
 
 fn engine(config: EngineConfig) -> Engine {
+    engine_with(common::SMALL, KQuantKernels::default(), config)
+}
+
+fn engine_with(model: &str, kernels: KQuantKernels, config: EngineConfig) -> Engine {
     common::threads();
-    let loaded = ponder_engine::load(&common::model(common::SMALL), &LoadOptions { max_context: Some(4096) }).unwrap();
+    let loaded = ponder_engine::load(&common::model(model), &LoadOptions { max_context: Some(4096), kernels }).unwrap();
     Engine::start(loaded, config).unwrap()
 }
 
@@ -50,7 +54,17 @@ const QUESTIONS: [&str; 8] = [
 
 #[test]
 fn batching_does_not_change_greedy_output() {
-    let e = engine(EngineConfig::default());
+    check_batch_invariance(&engine(EngineConfig::default()));
+}
+
+/// The 1.5B model is Q4_K/Q6_K throughout; with candle's kernels a single row takes a different
+/// Q6_K path than a batch, with Ponder's in-place kernels every row takes the same arithmetic.
+#[test]
+fn batching_does_not_change_greedy_output_of_k_quants_in_place() {
+    check_batch_invariance(&engine_with(common::LARGE, KQuantKernels::InPlace, EngineConfig::default()));
+}
+
+fn check_batch_invariance(e: &Engine) {
     let target = QUESTIONS[0];
     let alone = answer(&e.submit(greedy(target, 80, Priority::Batch)).unwrap());
     assert!(alone.2 >= 64, "reference ran {} tokens: {:?}", alone.2, alone);

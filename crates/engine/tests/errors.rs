@@ -92,7 +92,7 @@ fn broken_chat_template() {
         );
     })
     .unwrap();
-    let loaded = ponder_engine::load(&p, &LoadOptions { max_context: Some(512) }).unwrap();
+    let loaded = ponder_engine::load(&p, &LoadOptions { max_context: Some(512), ..Default::default() }).unwrap();
     let engine = ponder_engine::Engine::start(loaded, Default::default()).unwrap();
     let err = engine.submit(ponder_engine::GenerateRequest::chat(vec![ponder_engine::Message::user("hi")])).err().unwrap();
     assert!(err.to_string().contains("first message must be system"), "{err}");

@@ -9,7 +9,7 @@ use ponder_engine::{
 
 fn r1_engine() -> Engine {
     common::threads();
-    let loaded = ponder_engine::load(&common::r1_model(), &LoadOptions { max_context: Some(4096) }).unwrap();
+    let loaded = ponder_engine::load(&common::r1_model(), &LoadOptions { max_context: Some(4096), ..Default::default() }).unwrap();
     assert!(loaded.info.reasoning, "the R1 template marks the model as a reasoning model");
     Engine::start(loaded, EngineConfig::default()).unwrap()
 }

@@ -15,7 +15,7 @@ fn engine() -> Engine {
         .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ponder/test-models"));
     let p = dir.join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
     assert!(p.exists(), "test model {} is missing: run scripts/fetch-test-models.sh", p.display());
-    Engine::start(ponder_engine::load(&p, &LoadOptions { max_context: Some(2048) }).unwrap(), EngineConfig::default()).unwrap()
+    Engine::start(ponder_engine::load(&p, &LoadOptions { max_context: Some(2048), ..Default::default() }).unwrap(), EngineConfig::default()).unwrap()
 }
 
 fn problems(n: usize) -> Vec<Problem> {

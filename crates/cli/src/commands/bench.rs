@@ -1,5 +1,6 @@
 use anyhow::Result;
 use ponder_engine::bench::{self, BenchOptions};
+use ponder_engine::KQuantKernels;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -16,17 +17,33 @@ pub struct Args {
     /// Concurrent sequences for the aggregate measurement (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16")]
     batch: Vec<usize>,
+    /// Which code multiplies K-quant weights: candle's (repacked) or Ponder's (in place).
+    #[arg(long, value_enum, default_value_t = Kernels::Candle)]
+    kernels: Kernels,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Kernels {
+    Candle,
+    InPlace,
 }
 
 pub fn run(args: Args, model: Option<PathBuf>, threads: usize) -> Result<()> {
     let path = crate::model_arg::resolve(model)?;
-    let opts = BenchOptions { runs: args.runs.max(1), decode_tokens: args.decode_tokens, batch_sizes: args.batch, ..Default::default() };
+    let opts = BenchOptions { runs: args.runs.max(1), decode_tokens: args.decode_tokens, batch_sizes: args.batch,
+        kernels: match args.kernels {
+            Kernels::Candle => KQuantKernels::Candle,
+            Kernels::InPlace => KQuantKernels::InPlace,
+        },
+        ..Default::default()
+    };
     let report = bench::run(&path, threads, &opts, |stage| eprintln!("bench: {stage}"))?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
         return Ok(());
     }
     println!("model           {} ({} threads, medians of {} runs)", report.model, report.threads, report.runs);
+    println!("K-quant kernels {}", report.kernels);
     println!("load            {:.2} s", report.load_s);
     println!("single decode   {:.1} tok/s", report.single_decode_tok_s);
     println!("prefill         {:.1} tok/s", report.prefill_tok_s);

@@ -40,7 +40,7 @@ pub fn run(args: Args, model: Option<PathBuf>, _threads: usize) -> Result<()> {
     let question = question.trim();
     anyhow::ensure!(!question.is_empty(), "no question given");
     let path = crate::model_arg::resolve(model)?;
-    let loaded = ponder_engine::load(&path, &LoadOptions { max_context: Some(32768) })?;
+    let loaded = ponder_engine::load(&path, &LoadOptions { max_context: Some(32768), ..Default::default() })?;
     let engine = Engine::start(loaded, EngineConfig::default())?;
     let req = GenerateRequest {
         max_tokens: args.max_tokens,

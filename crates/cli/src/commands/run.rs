@@ -124,7 +124,7 @@ pub fn run(args: Args, model: Option<PathBuf>, _threads: usize, interrupted: Job
             }
             None => {
                 let path = crate::model_arg::resolve(model)?;
-                let loaded = ponder_engine::load(&path, &LoadOptions { max_context: Some(32768) })?;
+                let loaded = ponder_engine::load(&path, &LoadOptions { max_context: Some(32768), ..Default::default() })?;
                 engine = Engine::start(loaded, EngineConfig { max_seqs, ..Default::default() })?;
                 Box::new(LocalBackend { engine: &engine, max_seqs })
             }

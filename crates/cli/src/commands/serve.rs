@@ -35,7 +35,7 @@ pub fn run(args: Args, defaults: &crate::config::ServeConfig, model: Option<Path
     config.max_waiting = args.max_waiting;
     config.validate().map_err(anyhow::Error::msg)?;
     let path = crate::model_arg::resolve(model)?;
-    let loaded = ponder_engine::load(&path, &LoadOptions { max_context: Some(args.context) })?;
+    let loaded = ponder_engine::load(&path, &LoadOptions { max_context: Some(args.context), ..Default::default() })?;
     config.model_name = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
     let engine = Arc::new(Engine::start(loaded, EngineConfig { max_seqs: args.max_seqs, ..Default::default() })?);
     eprintln!("ponder: serving {} on http://{}/v1", config.model_name, config.addr);

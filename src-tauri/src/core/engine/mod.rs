@@ -51,7 +51,7 @@ impl EngineState {
         }
         let this = self.clone();
         let config = EngineConfig { max_seqs: settings.max_sequences, ..EngineConfig::default() };
-        let options = LoadOptions { max_context: Some(settings.context_size) };
+        let options = LoadOptions { max_context: Some(settings.context_size), ..Default::default() };
         std::thread::Builder::new()
             .name("ponder-load".into())
             .spawn(move || {

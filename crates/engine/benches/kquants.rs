@@ -1,0 +1,39 @@
+//! K-quant matrix products on real weights of the 1.5B test model: Ponder's in-place kernels
+//! against candle's (which repack the weights on first use), at the row counts the engine
+//! sees: one decoding sequence, batches of 4, 8 and 16, and a prompt chunk of 64.
+//!
+//! `cargo bench -p ponder-engine --bench kquants` (2 threads, as `ponder bench`).
+
+use candle_core::quantized::{gguf_file, QMatMul};
+use candle_core::{Device, Module, Tensor};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use ponder_engine::kquants::KQuantMatrix;
+use std::sync::Arc;
+
+fn products(c: &mut Criterion) {
+    ponder_engine::set_threads(2);
+    let dir = std::env::var("PONDER_TEST_MODELS")
+        .unwrap_or_else(|_| format!("{}/.cache/ponder/test-models", std::env::var("HOME").unwrap()));
+    let path = format!("{dir}/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf");
+    let mut f = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e} (run `make setup`)"));
+    let ct = gguf_file::Content::read(&mut f).unwrap();
+    for name in ["blk.0.ffn_up.weight", "blk.0.ffn_down.weight"] {
+        let q = Arc::new(ct.tensor(&mut f, name, &Device::Cpu).unwrap());
+        let (n, k) = q.shape().dims2().unwrap();
+        let ours = KQuantMatrix::new(q.clone()).unwrap();
+        let candle = QMatMul::from_arc(q.clone()).unwrap();
+        let mut g = c.benchmark_group(format!("{name} {:?} {n}x{k}", q.dtype()));
+        g.sample_size(20);
+        for m in [1usize, 4, 8, 16, 64] {
+            let x: Vec<f32> = (0..m * k).map(|i| (i * 7919 % 1000) as f32 / 500.0 - 1.0).collect();
+            let x = Tensor::from_vec(x, (m, k), &Device::Cpu).unwrap();
+            g.throughput(Throughput::Elements((m * n * k) as u64));
+            g.bench_with_input(BenchmarkId::new("ponder", m), &x, |b, x| b.iter(|| ours.forward(x).unwrap()));
+            g.bench_with_input(BenchmarkId::new("candle", m), &x, |b, x| b.iter(|| candle.forward(x).unwrap()));
+        }
+        g.finish();
+    }
+}
+
+criterion_group!(benches, products);
+criterion_main!(benches);

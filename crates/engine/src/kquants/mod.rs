@@ -1,0 +1,404 @@
+//! Matrix products over GGUF K-quant blocks (Q4_K, Q6_K), read in place.
+//!
+//! candle 0.11 repacks these weights into wider tiles on first use (1.3–1.5× the file's bytes,
+//! kept next to the originals), reads them back at about half the machine's memory bandwidth,
+//! and picks a different Q6_K kernel for one row than for several, so a sequence's output could
+//! depend on what it is batched with. Here every output is one weight row's dot product with one
+//! activation row, computed by the same instructions whatever else is in the batch; a batch only
+//! shares each weight row's loads and unpacking, which is what makes batched decoding cheap.
+//! Activations are quantized to 8 bits per 256 values (ggml's Q8_K, with candle's rounding), so
+//! the products are exact integer sums and results match candle's up to float summation order.
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod tile;
+pub mod reference;
+
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::{Device, Tensor};
+use rayon::prelude::*;
+use std::sync::{Arc, OnceLock};
+
+pub const QK_K: usize = 256;
+pub const Q4K_BYTES: usize = 144;
+pub const Q6K_BYTES: usize = 210;
+
+/// From this many activation rows on, AVX-512 products run on interleaved tiles of sixteen
+/// rows (same bits as the row kernels, fewer instructions per product; fewer rows would leave
+/// most of a tile's lanes empty).
+pub const TILE_FROM_ROWS: usize = 12;
+
+/// The block formats these kernels read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Q4K,
+    Q6K,
+}
+
+impl Format {
+    pub fn from_ggml(dtype: GgmlDType) -> Option<Self> {
+        match dtype {
+            GgmlDType::Q4K => Some(Self::Q4K),
+            GgmlDType::Q6K => Some(Self::Q6K),
+            _ => None,
+        }
+    }
+
+    pub fn block_bytes(self) -> usize {
+        match self {
+            Self::Q4K => Q4K_BYTES,
+            Self::Q6K => Q6K_BYTES,
+        }
+    }
+}
+
+/// 256 activations as 8-bit integers with one scale, and sums of each 16 (for the formats'
+/// offsets and minimums).
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct Q8K {
+    pub d: f32,
+    pub qs: [i8; QK_K],
+    pub bsums: [i16; QK_K / 16],
+}
+
+impl Q8K {
+    const ZERO: Self = Self { d: 0.0, qs: [0; QK_K], bsums: [0; QK_K / 16] };
+
+    /// Quantizes one row (a multiple of 256 values), rounding exactly as candle does.
+    pub fn quantize_row(xs: &[f32]) -> Vec<Self> {
+        xs.chunks_exact(QK_K)
+            .map(|xs| {
+                let mut y = Self::ZERO;
+                let (mut max, mut amax) = (0f32, 0f32);
+                for &x in xs {
+                    if amax < x.abs() {
+                        amax = x.abs();
+                        max = x;
+                    }
+                }
+                if amax == 0.0 {
+                    return y;
+                }
+                let iscale = -127f32 / max;
+                for (q, &x) in y.qs.iter_mut().zip(xs) {
+                    *q = (iscale * x).round().clamp(-128.0, 127.0) as i8;
+                }
+                for (j, s) in y.bsums.iter_mut().enumerate() {
+                    *s = y.qs[16 * j..16 * j + 16].iter().map(|&q| q as i16).sum();
+                }
+                y.d = 1.0 / iscale;
+                y
+            })
+            .collect()
+    }
+}
+
+/// ggml's 6-bit packing of Q4_K's eight scales and eight minimums.
+#[inline(always)]
+pub(crate) fn scale_min_k4(j: usize, q: &[u8; 12]) -> (u8, u8) {
+    if j < 4 {
+        (q[j] & 63, q[j + 4] & 63)
+    } else {
+        ((q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4), (q[j + 4] >> 4) | ((q[j] >> 6) << 4))
+    }
+}
+
+pub(crate) fn f16_at(b: &[u8], at: usize) -> f32 {
+    half::f16::from_le_bytes([b[at], b[at + 1]]).to_f32()
+}
+
+/// Which implementation runs, chosen once from what the CPU supports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    Reference,
+    Avx2,
+    Avx512,
+}
+
+impl Kernel {
+    pub fn best() -> Self {
+        static BEST: OnceLock<Kernel> = OnceLock::new();
+        *BEST.get_or_init(|| {
+            #[cfg(target_arch = "x86_64")]
+            {
+                if avx512::supported() {
+                    return Kernel::Avx512;
+                }
+                if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c") {
+                    return Kernel::Avx2;
+                }
+            }
+            Kernel::Reference
+        })
+    }
+
+    /// Kernels this CPU can run, for tests that compare them.
+    pub fn available() -> Vec<Self> {
+        let best = Self::best();
+        [Self::Reference, Self::Avx2, Self::Avx512].into_iter().filter(|k| *k as u8 <= best as u8).collect()
+    }
+
+    /// How many activation rows one call of [`Kernel::dot_rows`] takes at most.
+    pub fn max_rows(self) -> usize {
+        match self {
+            Kernel::Avx512 => 8,
+            _ => 4,
+        }
+    }
+
+    /// Dots of one weight row with up to [`Kernel::max_rows`] activation rows, into `out`.
+    pub fn dot_rows(self, format: Format, w: &[u8], acts: &[&[Q8K]], out: &mut [f32]) {
+        assert!(acts.len() <= self.max_rows() && acts.len() == out.len());
+        let blocks = w.len() / format.block_bytes();
+        assert!(acts.iter().all(|a| a.len() >= blocks) && w.len() % format.block_bytes() == 0);
+        match self {
+            Kernel::Reference => {
+                for (a, o) in acts.iter().zip(out.iter_mut()) {
+                    *o = match format {
+                        Format::Q4K => reference::dot_q4k(w, a),
+                        Format::Q6K => reference::dot_q6k(w, a),
+                    };
+                }
+            }
+            // SAFETY: the kernel was chosen by `best` for this CPU, and the shapes are checked above.
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => unsafe {
+                macro_rules! go {
+                    ($f:ident) => {
+                        match acts.len() {
+                            1 => avx2::$f::<1>(w, acts, out),
+                            2 => avx2::$f::<2>(w, acts, out),
+                            3 => avx2::$f::<3>(w, acts, out),
+                            4 => avx2::$f::<4>(w, acts, out),
+                            _ => {}
+                        }
+                    };
+                }
+                match format {
+                    Format::Q4K => go!(q4k),
+                    Format::Q6K => go!(q6k),
+                }
+            },
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => unsafe {
+                macro_rules! go {
+                    ($f:ident) => {
+                        match acts.len() {
+                            1 => avx512::$f::<1>(w, acts, out),
+                            2 => avx512::$f::<2>(w, acts, out),
+                            3 => avx512::$f::<3>(w, acts, out),
+                            4 => avx512::$f::<4>(w, acts, out),
+                            5 => avx512::$f::<5>(w, acts, out),
+                            6 => avx512::$f::<6>(w, acts, out),
+                            7 => avx512::$f::<7>(w, acts, out),
+                            8 => avx512::$f::<8>(w, acts, out),
+                            _ => {}
+                        }
+                    };
+                }
+                match format {
+                    Format::Q4K => go!(q4k),
+                    Format::Q6K => go!(q6k),
+                }
+            },
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => unreachable!("only the reference kernel exists off x86-64"),
+        }
+    }
+}
+
+/// A weight matrix of `n` rows by `k` columns in a K-quant format, kept as loaded from the file.
+#[derive(Debug, Clone)]
+pub struct KQuantMatrix {
+    tensor: Arc<QTensor>,
+    format: Format,
+    n: usize,
+    k: usize,
+}
+
+impl KQuantMatrix {
+    /// The matrix, if its format is one of ours and it lives in CPU memory.
+    pub fn new(tensor: Arc<QTensor>) -> Option<Self> {
+        let format = Format::from_ggml(tensor.dtype())?;
+        let (n, k) = tensor.shape().dims2().ok()?;
+        if !matches!(tensor.device(), Device::Cpu) || k % QK_K != 0 {
+            return None;
+        }
+        Some(Self { tensor, format, n, k })
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// `x (m, k)` times the transposed weights: `(m, n)`.
+    pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let (m, k) = x.dims2()?;
+        if k != self.k {
+            candle_core::bail!("matmul of {k} columns against a {}×{} weight", self.n, self.k);
+        }
+        let xs = x.to_dtype(candle_core::DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+        let data = self.tensor.data()?;
+        let out = matmul(Kernel::best(), self.format, &data, self.n, self.k, &xs, m);
+        Tensor::from_vec(out, (m, self.n), x.device())
+    }
+}
+
+/// `(m, k)` activations times the `(n, k)` weights in `w`, transposed: an `(m, n)` row-major
+/// result. Threads split the weight rows; each weight row is read once for all `m` rows.
+pub fn matmul(kernel: Kernel, format: Format, w: &[u8], n: usize, k: usize, xs: &[f32], m: usize) -> Vec<f32> {
+    let blocks = k / QK_K;
+    let row_bytes = blocks * format.block_bytes();
+    assert_eq!(w.len(), n * row_bytes, "weight bytes do not match {n}×{k}");
+    assert_eq!(xs.len(), m * k);
+    let acts: Vec<Vec<Q8K>> = if m > 4 {
+        xs.par_chunks_exact(k).map(Q8K::quantize_row).collect()
+    } else {
+        xs.chunks_exact(k).map(Q8K::quantize_row).collect()
+    };
+    let acts: Vec<&[Q8K]> = acts.iter().map(|a| a.as_slice()).collect();
+    // Results land weight-row-major (each task owns a contiguous slice), then are transposed.
+    let mut by_row = vec![0f32; n * m];
+    let rows_per_task = (n / (rayon::current_num_threads() * 8)).clamp(4, 64);
+    #[cfg(target_arch = "x86_64")]
+    if kernel == Kernel::Avx512 && m >= TILE_FROM_ROWS {
+        let tiles: Vec<tile::ActTile> = acts.chunks(tile::ROWS).map(tile::ActTile::new).collect();
+        by_row.par_chunks_mut(rows_per_task * m).enumerate().for_each(|(t, chunk)| {
+            let first = t * rows_per_task;
+            let mut tmp = [0f32; tile::ROWS];
+            for (i, out) in chunk.chunks_exact_mut(m).enumerate() {
+                let row = &w[(first + i) * row_bytes..(first + i + 1) * row_bytes];
+                for (a, o) in tiles.iter().zip(out.chunks_mut(tile::ROWS)) {
+                    // SAFETY: `best` chose AVX-512 for this CPU; the tile holds `blocks` blocks.
+                    unsafe {
+                        match format {
+                            Format::Q4K => tile::q4k(row, a, &mut tmp),
+                            Format::Q6K => tile::q6k(row, a, &mut tmp),
+                        }
+                    }
+                    o.copy_from_slice(&tmp[..a.rows]);
+                }
+            }
+        });
+        return transpose(&by_row, m, n);
+    }
+    by_row.par_chunks_mut(rows_per_task * m).enumerate().for_each(|(t, chunk)| {
+        let first = t * rows_per_task;
+        for (i, out) in chunk.chunks_exact_mut(m).enumerate() {
+            let row = &w[(first + i) * row_bytes..(first + i + 1) * row_bytes];
+            for (a, o) in acts.chunks(kernel.max_rows()).zip(out.chunks_mut(kernel.max_rows())) {
+                kernel.dot_rows(format, row, a, o);
+            }
+        }
+    });
+    transpose(&by_row, m, n)
+}
+
+/// From `n` rows of `m` results to `m` rows of `n`.
+fn transpose(by_row: &[f32], m: usize, n: usize) -> Vec<f32> {
+    let mut out = vec![0f32; m * n];
+    for (j, row) in by_row.chunks_exact(m).enumerate() {
+        for (i, &v) in row.iter().enumerate() {
+            out[i * n + j] = v;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::quantized::{QMatMul, QTensor};
+    use candle_core::Module;
+    use rand::{Rng, SeedableRng};
+
+    /// A random `(n, k)` matrix quantized by candle (so the blocks are real ggml blocks), its
+    /// bytes, and random activations with a few large values, as real hidden states have.
+    fn case(format: GgmlDType, n: usize, k: usize, m: usize, seed: u64) -> (QTensor, Vec<f32>) {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let w: Vec<f32> = (0..n * k).map(|_| rng.random_range(-1.0f32..1.0) * rng.random_range(0.0f32..0.1)).collect();
+        let w = Tensor::from_vec(w, (n, k), &Device::Cpu).unwrap();
+        let q = QTensor::quantize(&w, format).unwrap();
+        let x: Vec<f32> = (0..m * k)
+            .map(|i| if i % 97 == 0 { rng.random_range(-20.0f32..20.0) } else { rng.random_range(-1.0f32..1.0) })
+            .collect();
+        (q, x)
+    }
+
+    fn max_rel(a: &[f32], b: &[f32]) -> f32 {
+        let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-6);
+        a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
+    }
+
+    #[test]
+    fn quantized_activations_match_candles_q8k() {
+        let (_, x) = case(GgmlDType::Q4K, 1, 512, 1, 1);
+        let ours = Q8K::quantize_row(&x);
+        let t = Tensor::from_vec(x.clone(), (1, 512), &Device::Cpu).unwrap();
+        let theirs = QTensor::quantize(&t, GgmlDType::Q8K).unwrap();
+        let bytes = theirs.data().unwrap();
+        for (i, b) in ours.iter().enumerate() {
+            let raw = &bytes[i * 292..(i + 1) * 292];
+            assert_eq!(f32::from_le_bytes(raw[0..4].try_into().unwrap()), b.d);
+            assert!(b.qs.iter().zip(&raw[4..260]).all(|(q, r)| *q as u8 == *r));
+            let bsums: Vec<i16> = raw[260..292].chunks(2).map(|c| i16::from_le_bytes([c[0], c[1]])).collect();
+            assert_eq!(bsums, b.bsums);
+        }
+    }
+
+    #[test]
+    fn every_kernel_returns_the_references_bits_close_to_candle() {
+        for format in [GgmlDType::Q4K, GgmlDType::Q6K] {
+            let (n, k, m) = (24, 768, 13);
+            let (q, x) = case(format, n, k, m, 7);
+            let f = Format::from_ggml(format).unwrap();
+            let data = q.data().unwrap().into_owned();
+            let xt = Tensor::from_vec(x.clone(), (m, k), &Device::Cpu).unwrap();
+            let candle = QMatMul::from_qtensor(q).unwrap().forward(&xt).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            let reference = matmul(Kernel::Reference, f, &data, n, k, &x, m);
+            assert!(max_rel(&reference, &candle) < 1e-5, "{format:?} reference vs candle: {}", max_rel(&reference, &candle));
+            // Every kernel keeps the reference's float sequence: the same bits, not just close.
+            for kernel in Kernel::available() {
+                assert_eq!(matmul(kernel, f, &data, n, k, &x, m), reference, "{format:?} {kernel:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_row_gets_the_same_bits_alone_and_in_any_batch() {
+        for format in [GgmlDType::Q4K, GgmlDType::Q6K] {
+            let (n, k, m) = (40, 512, 21);
+            let (q, x) = case(format, n, k, m, 11);
+            let f = Format::from_ggml(format).unwrap();
+            let data = q.data().unwrap().into_owned();
+            for kernel in Kernel::available() {
+                let batch = matmul(kernel, f, &data, n, k, &x, m);
+                for r in 0..m {
+                    let alone = matmul(kernel, f, &data, n, k, &x[r * k..(r + 1) * k], 1);
+                    assert_eq!(alone, batch[r * n..(r + 1) * n], "{format:?} {kernel:?} row {r}");
+                    // ...and in a batch of two, at either position.
+                    let pair: Vec<f32> = x[r * k..(r + 1) * k].iter().chain(&x[..k]).copied().collect();
+                    assert_eq!(matmul(kernel, f, &data, n, k, &pair, 2)[..n], alone[..]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn zero_rows_and_extreme_values_stay_finite() {
+        let (q, _) = case(GgmlDType::Q6K, 8, 256, 1, 3);
+        let data = q.data().unwrap().into_owned();
+        let mut x = vec![0f32; 3 * 256];
+        x[256] = 1e30;
+        x[600] = -3.0e-30;
+        for kernel in Kernel::available() {
+            let y = matmul(kernel, Format::Q6K, &data, 8, 256, &x, 3);
+            assert!(y[..8].iter().all(|v| *v == 0.0), "{kernel:?}");
+            assert!(y.iter().all(|v| v.is_finite()), "{kernel:?}");
+        }
+    }
+}
