@@ -1,52 +1,59 @@
-//! Per-sequence KV cache: for each layer, K and V of shape `(kv_heads, len, head_dim)` in a
-//! buffer that grows by doubling, written in place so a decode step never copies the history.
-
-use candle_core::{Result, Tensor};
+//! Per-sequence KV cache: for each layer, K and V in `(kv_heads, capacity, head_dim)` buffers
+//! that grow by doubling, written in place so a decode step never copies the history. Fresh
+//! buffers come zeroed from the allocator, so memory is only touched as positions are written.
 
 const INITIAL_CAPACITY: usize = 64;
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct LayerCache {
-    k: Option<Tensor>,
-    v: Option<Tensor>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    cap: usize,
     len: usize,
 }
 
 impl LayerCache {
-    /// Appends `(kv_heads, n, hd)` keys and values; returns views of the whole history.
-    /// The length only advances on [`SeqCache::commit`], once every layer has been appended.
-    pub fn append(&mut self, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
-        let n = k.dim(1)?;
+    /// Writes `k` and `v`, each `(heads, n, hd)`, after the committed positions. The length
+    /// only advances on [`SeqCache::commit`], once every layer has been appended.
+    pub fn append(&mut self, heads: usize, hd: usize, k: &[f32], v: &[f32]) {
+        let n = k.len() / (heads * hd);
         let need = self.len + n;
-        let cap = self.k.as_ref().map(|t| t.dim(1)).transpose()?.unwrap_or(0);
-        if need > cap {
-            let new_cap = need.max(cap * 2).max(INITIAL_CAPACITY);
-            let grow = |old: &Option<Tensor>, src: &Tensor| -> Result<Tensor> {
-                let (h, _, d) = src.dims3()?;
-                let fresh = Tensor::zeros((h, new_cap, d), src.dtype(), src.device())?;
-                if let Some(old) = old {
-                    fresh.slice_set(&old.narrow(1, 0, self.len)?, 1, 0)?;
+        if need > self.cap {
+            let new_cap = need.max(self.cap * 2).max(INITIAL_CAPACITY);
+            let (old_cap, len) = (self.cap, self.len);
+            let grow = |old: &[f32]| {
+                let mut fresh = vec![0f32; heads * new_cap * hd];
+                for h in 0..heads {
+                    let (src, dst) = (h * old_cap * hd, h * new_cap * hd);
+                    fresh[dst..dst + len * hd].copy_from_slice(&old[src..src + len * hd]);
                 }
-                Ok(fresh)
+                fresh
             };
-            self.k = Some(grow(&self.k, k)?);
-            self.v = Some(grow(&self.v, v)?);
+            self.k = grow(&self.k);
+            self.v = grow(&self.v);
+            self.cap = new_cap;
         }
-        let (kc, vc) = (self.k.as_ref().unwrap(), self.v.as_ref().unwrap());
-        kc.slice_set(&k.contiguous()?, 1, self.len)?;
-        vc.slice_set(&v.contiguous()?, 1, self.len)?;
-        Ok((kc.narrow(1, 0, need)?, vc.narrow(1, 0, need)?))
+        for h in 0..heads {
+            let dst = h * self.cap * hd + self.len * hd;
+            self.k[dst..dst + n * hd].copy_from_slice(&k[h * n * hd..(h + 1) * n * hd]);
+            self.v[dst..dst + n * hd].copy_from_slice(&v[h * n * hd..(h + 1) * n * hd]);
+        }
     }
 
-    fn deep_copy(&self) -> Result<Self> {
-        let copy = |t: &Option<Tensor>| -> Result<Option<Tensor>> {
-            t.as_ref().map(|t| t.copy()).transpose()
-        };
-        Ok(Self { k: copy(&self.k)?, v: copy(&self.v)?, len: self.len })
+    /// Keys of one head at the first `len` positions (appended ones included): `len × hd`.
+    pub fn keys(&self, head: usize, hd: usize, len: usize) -> &[f32] {
+        let start = head * self.cap * hd;
+        &self.k[start..start + len * hd]
+    }
+
+    /// Values of one head at the first `len` positions: `len × hd`.
+    pub fn values(&self, head: usize, hd: usize, len: usize) -> &[f32] {
+        let start = head * self.cap * hd;
+        &self.v[start..start + len * hd]
     }
 
     fn capacity(&self) -> usize {
-        self.k.as_ref().map(|t| t.dim(1).unwrap_or(0)).unwrap_or(0)
+        self.cap
     }
 }
 
@@ -71,6 +78,10 @@ impl SeqCache {
         self.len == 0
     }
 
+    pub fn layer(&self, i: usize) -> &LayerCache {
+        &self.layers[i]
+    }
+
     pub fn layer_mut(&mut self, i: usize) -> &mut LayerCache {
         &mut self.layers[i]
     }
@@ -83,11 +94,8 @@ impl SeqCache {
     }
 
     /// An independent copy, for `n` samples that share one prompt prefill.
-    pub fn fork(&self) -> Result<Self> {
-        Ok(Self {
-            layers: self.layers.iter().map(|l| l.deep_copy()).collect::<Result<_>>()?,
-            len: self.len,
-        })
+    pub fn fork(&self) -> candle_core::Result<Self> {
+        Ok(Self { layers: self.layers.clone(), len: self.len })
     }
 
     /// Token slots allocated (at least `len`), for memory accounting.

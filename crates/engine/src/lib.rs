@@ -4,6 +4,7 @@
 //! Start at [`Engine`]: load a model with [`model::load`], start the engine, [`Engine::submit`]
 //! requests and read their [`Event`]s.
 
+pub mod attention;
 pub mod bench;
 pub mod chat_template;
 pub mod download;

@@ -8,7 +8,9 @@
 
 use crate::kquants::KQuantMatrix;
 use crate::model::KQuantKernels;
-use crate::kv_cache::SeqCache;
+use crate::attention;
+use crate::kv_cache::{LayerCache, SeqCache};
+use rayon::prelude::*;
 use candle_core::quantized::{gguf_file, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 use std::sync::Arc;
@@ -296,21 +298,38 @@ impl Qwen2 {
             let k = rope(&k, nkv, hd, &cos, &sin)?;
             let v = v.reshape((total, nkv, hd))?.transpose(0, 1)?.contiguous()?; // (nkv, T, hd)
 
-            let mut outs = Vec::with_capacity(inputs.len());
+            let (qv, kv, vv) = (flat(&q)?, flat(&k)?, flat(&v)?);
+            let mut spans = Vec::with_capacity(inputs.len());
             let mut offset = 0;
             for s in inputs.iter_mut() {
                 let len = s.tokens.len();
-                if len == 0 {
-                    continue;
-                }
-                let q_s = q.narrow(1, offset, len)?; // (nh, L, hd)
-                let k_s = k.narrow(1, offset, len)?;
-                let v_s = v.narrow(1, offset, len)?;
-                let (k_all, v_all) = s.cache.layer_mut(li).append(&k_s, &v_s)?;
-                let (k_all, v_all) = (k_all.contiguous()?, v_all.contiguous()?);
-                outs.push(attention(&q_s, &k_all, &v_all, nh, nkv, hd)?);
+                let (k_s, v_s) = (rows(&kv, nkv, total, hd, offset, len), rows(&vv, nkv, total, hd, offset, len));
+                s.cache.layer_mut(li).append(nkv, hd, &k_s, &v_s);
+                spans.push((offset, len));
                 offset += len;
             }
+            // Decoding rows attend straight from their caches, in parallel; prompt chunks go
+            // through tensor matmuls.
+            let outs = inputs
+                .par_iter()
+                .zip(&spans)
+                .filter(|(_, (_, len))| *len > 0)
+                .map(|(s, &(offset, len))| {
+                    let cache = s.cache.layer(li);
+                    let ctx = s.cache.len() + len;
+                    if len == 1 {
+                        let q_s = rows(&qv, nh, total, hd, offset, 1);
+                        let y = attention::decode(&q_s, cache, ctx, nh, nkv, hd);
+                        return Tensor::from_vec(y, (1, nh * hd), &self.device);
+                    }
+                    let history = |part: fn(&LayerCache, usize, usize, usize) -> &[f32]| {
+                        let all: Vec<f32> = (0..nkv).flat_map(|g| part(cache, g, hd, ctx).iter().copied()).collect();
+                        Tensor::from_vec(all, (nkv, ctx, hd), &self.device)
+                    };
+                    let (k_all, v_all) = (history(LayerCache::keys)?, history(LayerCache::values)?);
+                    attention(&q.narrow(1, offset, len)?, &k_all, &v_all, nh, nkv, hd)
+                })
+                .collect::<Result<Vec<_>>>()?;
             let attn = Tensor::cat(&outs, 0)?; // (T, nh*hd)
             let x1 = (layer.o.forward(&attn)? + residual)?;
             let h = layer.ffn_norm.forward(&x1)?;
@@ -340,6 +359,17 @@ impl Qwen2 {
         let last = self.norm.forward(&last)?;
         Ok(Some(self.output.forward(&last)?))
     }
+}
+
+/// A tensor's values in row-major order.
+fn flat(t: &Tensor) -> Result<Vec<f32>> {
+    t.flatten_all()?.to_vec1::<f32>()
+}
+
+/// Rows `offset..offset + len` of every head of a `(heads, total, hd)` buffer, as
+/// `(heads, len, hd)`.
+fn rows(all: &[f32], heads: usize, total: usize, hd: usize, offset: usize, len: usize) -> Vec<f32> {
+    (0..heads).flat_map(|h| &all[(h * total + offset) * hd..(h * total + offset + len) * hd]).copied().collect()
 }
 
 /// Applies RoPE to a `(T, heads*hd)` projection, returning `(heads, T, hd)`.
