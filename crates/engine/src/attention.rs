@@ -12,8 +12,12 @@ pub fn decode(q: &[f32], cache: &LayerCache, len: usize, heads: usize, kv_heads:
     let scale = 1.0 / (hd as f32).sqrt();
     let mut out = vec![0f32; heads * hd];
     let mut scores = vec![0f32; len];
+    let (mut keys, mut values) = (Vec::new(), Vec::new());
     for h in 0..heads {
-        let (keys, values) = (cache.keys(h / rep, hd, len), cache.values(h / rep, hd, len));
+        if h % rep == 0 {
+            cache.keys_into(h / rep, hd, len, &mut keys);
+            cache.values_into(h / rep, hd, len, &mut values);
+        }
         let qh = &q[h * hd..(h + 1) * hd];
         let mut max = f32::NEG_INFINITY;
         for (s, k) in scores.iter_mut().zip(keys.chunks_exact(hd)) {

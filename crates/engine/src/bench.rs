@@ -18,11 +18,13 @@ pub struct BenchOptions {
     pub prefill_tokens: usize,
     pub batch_sizes: Vec<usize>,
     pub kernels: crate::KQuantKernels,
+    /// Tokens in each of the 8 contexts held at once for the memory figure (0 skips it).
+    pub memory_context: usize,
 }
 
 impl Default for BenchOptions {
     fn default() -> Self {
-        Self { runs: 3, decode_tokens: 128, prefill_tokens: 512, batch_sizes: vec![1, 2, 4, 8, 16], kernels: Default::default() }
+        Self { runs: 3, decode_tokens: 128, prefill_tokens: 512, batch_sizes: vec![1, 2, 4, 8, 16], kernels: Default::default(), memory_context: 4096 }
     }
 }
 
@@ -44,7 +46,10 @@ pub struct BenchReport {
     pub prefill_tok_s: f64,
     pub aggregate: Vec<AggregatePoint>,
     pub chat_ttft_under_load_s: f64,
+    /// Peak resident memory of the whole run, which ends holding 8 contexts of
+    /// `memory_context_tokens` tokens each.
     pub peak_rss_bytes: u64,
+    pub memory_context_tokens: usize,
 }
 
 fn median(mut xs: Vec<f64>) -> f64 {
@@ -198,6 +203,15 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
         drop(load);
     }
 
+    if opts.memory_context > 0 {
+        progress(&format!("memory with 8 contexts of {} tokens", opts.memory_context));
+        let generate = 64.min(opts.memory_context / 2);
+        let handles = (0..8)
+            .map(|i| engine.submit(request(filler(&engine, opts.memory_context - generate - 8, 200 + i), generate, Priority::Batch)))
+            .collect::<Result<Vec<_>>>()?;
+        drive(&handles, Instant::now());
+    }
+
     Ok(BenchReport {
         model: name,
         threads,
@@ -209,5 +223,6 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
         aggregate,
         chat_ttft_under_load_s: median(ttft),
         peak_rss_bytes: peak_rss_bytes(),
+        memory_context_tokens: opts.memory_context,
     })
 }

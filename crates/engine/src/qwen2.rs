@@ -11,7 +11,7 @@ use crate::model::KQuantKernels;
 use crate::attention;
 use crate::kv_cache::{LayerCache, SeqCache};
 use rayon::prelude::*;
-use candle_core::quantized::{gguf_file, QMatMul, QTensor};
+use candle_core::quantized::{gguf_file, GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 use std::sync::Arc;
 
@@ -31,9 +31,9 @@ pub struct Qwen2Config {
 }
 
 impl Qwen2Config {
-    /// Bytes of KV cache one token takes across all layers (K and V, f32).
+    /// Bytes of KV cache one token takes across all layers (K and V, f16).
     pub fn kv_bytes_per_token(&self) -> usize {
-        self.num_layers * 2 * self.num_kv_heads * self.head_dim * std::mem::size_of::<f32>()
+        self.num_layers * 2 * self.num_kv_heads * self.head_dim * std::mem::size_of::<half::f16>()
     }
 }
 
@@ -65,6 +65,13 @@ impl Linear {
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         let y = match &self.weight {
             Weights::KQuant(w) => w.forward(x)?,
+            Weights::Candle(QMatMul::QTensor(q)) if q.dtype() == GgmlDType::Q6K && x.dim(0)? == 1 => {
+                // candle multiplies one row by Q6_K weights with another kernel than several
+                // rows, and the two round differently: a lone row is paired with itself so a
+                // sequence's output never depends on whether others share its step.
+                let w = QMatMul::QTensor(q.clone());
+                w.forward(&Tensor::cat(&[x, x], 0)?)?.narrow(0, 0, 1)?
+            }
             Weights::Candle(w) => w.forward(x)?,
         };
         match &self.bias {
@@ -193,7 +200,6 @@ impl Qwen2 {
                 down: linear(&mut get, &format!("{p}.ffn_down"), false)?,
             });
         }
-        use candle_core::quantized::GgmlDType;
         let embed = if !matches!(embed_q.dtype(), GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16) {
             Embedding::Quantized(embed_q)
         } else {
@@ -322,11 +328,16 @@ impl Qwen2 {
                         let y = attention::decode(&q_s, cache, ctx, nh, nkv, hd);
                         return Tensor::from_vec(y, (1, nh * hd), &self.device);
                     }
-                    let history = |part: fn(&LayerCache, usize, usize, usize) -> &[f32]| {
-                        let all: Vec<f32> = (0..nkv).flat_map(|g| part(cache, g, hd, ctx).iter().copied()).collect();
+                    let history = |part: fn(&LayerCache, usize, usize, usize, &mut Vec<f32>)| {
+                        let mut all = Vec::with_capacity(nkv * ctx * hd);
+                        let mut head = Vec::new();
+                        for g in 0..nkv {
+                            part(cache, g, hd, ctx, &mut head);
+                            all.extend_from_slice(&head);
+                        }
                         Tensor::from_vec(all, (nkv, ctx, hd), &self.device)
                     };
-                    let (k_all, v_all) = (history(LayerCache::keys)?, history(LayerCache::values)?);
+                    let (k_all, v_all) = (history(LayerCache::keys_into)?, history(LayerCache::values_into)?);
                     attention(&q.narrow(1, offset, len)?, &k_all, &v_all, nh, nkv, hd)
                 })
                 .collect::<Result<Vec<_>>>()?;

@@ -20,6 +20,9 @@ pub struct Args {
     /// Which code multiplies K-quant weights: candle's (repacked) or Ponder's (in place).
     #[arg(long, value_enum, default_value_t = Kernels::Candle)]
     kernels: Kernels,
+    /// Tokens in each of the 8 contexts held at the end, for the memory figure (0 skips it).
+    #[arg(long, default_value_t = 4096)]
+    memory_context: usize,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -35,6 +38,7 @@ pub fn run(args: Args, model: Option<PathBuf>, threads: usize) -> Result<()> {
             Kernels::Candle => KQuantKernels::Candle,
             Kernels::InPlace => KQuantKernels::InPlace,
         },
+        memory_context: args.memory_context,
         ..Default::default()
     };
     let report = bench::run(&path, threads, &opts, |stage| eprintln!("bench: {stage}"))?;
@@ -51,6 +55,10 @@ pub fn run(args: Args, model: Option<PathBuf>, threads: usize) -> Result<()> {
         println!("aggregate x{:<3}  {:.1} tok/s", p.sequences, p.tok_s);
     }
     println!("chat TTFT, load {:.2} s", report.chat_ttft_under_load_s);
-    println!("peak RSS        {:.2} GiB", report.peak_rss_bytes as f64 / (1u64 << 30) as f64);
+    println!(
+        "peak RSS        {:.2} GiB (8 contexts of {} tokens)",
+        report.peak_rss_bytes as f64 / (1u64 << 30) as f64,
+        report.memory_context_tokens
+    );
     Ok(())
 }

@@ -30,7 +30,7 @@ unsafe fn load(p: *const i8) -> __m256i {
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn q4k<const R: usize>(w: &[u8], acts: &[&[Q8K]], out: &mut [f32]) {
     let m4 = _mm256_set1_epi8(0x0F);
-    let mut acc = [0f32; R];
+    let mut acc = [[0f32; R]; 2];
     for i in 0..w.len() / Q4K_BYTES {
         let b = w.as_ptr().add(i * Q4K_BYTES);
         let (d, dmin) = (f16_ptr(b), f16_ptr(b.add(2)));
@@ -62,12 +62,11 @@ pub unsafe fn q4k<const R: usize>(w: &[u8], acts: &[&[Q8K]], out: &mut [f32]) {
             let a = acts[r].get_unchecked(i);
             let bs = _mm256_loadu_si256(a.bsums.as_ptr() as *const __m256i);
             let m = hsum_i32(_mm256_madd_epi16(mins16, bs));
-            acc[r] = (hsum_i32(isum[r]) as f32).mul_add(d * a.d, acc[r]);
-            acc[r] = (m as f32).mul_add(-dmin * a.d, acc[r]);
+            acc[i & 1][r] += (m as f32).mul_add(-dmin * a.d, hsum_i32(isum[r]) as f32 * (d * a.d));
         }
     }
     for r in 0..R {
-        out[r] = acc[r];
+        out[r] = acc[0][r] + acc[1][r];
     }
 }
 
@@ -93,7 +92,7 @@ static PAIR_MASKS: [[u8; 16]; 8] = pair_masks();
 pub unsafe fn q6k<const R: usize>(w: &[u8], acts: &[&[Q8K]], out: &mut [f32]) {
     let m4 = _mm256_set1_epi8(0x0F);
     let m3 = _mm256_set1_epi8(3);
-    let mut acc = [0f32; R];
+    let mut acc = [[0f32; R]; 2];
     for i in 0..w.len() / Q6K_BYTES {
         let b = w.as_ptr().add(i * Q6K_BYTES);
         let (ql, qh) = (b, b.add(128));
@@ -130,10 +129,10 @@ pub unsafe fn q6k<const R: usize>(w: &[u8], acts: &[&[Q8K]], out: &mut [f32]) {
             let bs = _mm256_loadu_si256(a.bsums.as_ptr() as *const __m256i);
             let offset = _mm256_slli_epi32(_mm256_madd_epi16(sc16, bs), 5);
             let total = _mm256_sub_epi32(isum[r], offset);
-            acc[r] = (hsum_i32(total) as f32).mul_add(d * a.d, acc[r]);
+            acc[i & 1][r] += hsum_i32(total) as f32 * (d * a.d);
         }
     }
     for r in 0..R {
-        out[r] = acc[r];
+        out[r] = acc[0][r] + acc[1][r];
     }
 }

@@ -58,7 +58,7 @@ pub unsafe fn q4k<const R: usize>(w: &[u8], acts: &[&[Q8K]], out: &mut [f32]) {
     // 32-byte run loaded into both halves, that is two sub-blocks in the activations' order.
     let nibble_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
     let idx = [0, 1, 2, 3].map(|j| load_idx(&Q4K_SCALE_IDX[j]));
-    let mut acc = [0f32; R];
+    let mut acc = [[0f32; R]; 2];
     for i in 0..w.len() / Q4K_BYTES {
         let b = w.as_ptr().add(i * Q4K_BYTES);
         let (d, dmin) = (f16_ptr(b), f16_ptr(b.add(2)));
@@ -87,12 +87,11 @@ pub unsafe fn q4k<const R: usize>(w: &[u8], acts: &[&[Q8K]], out: &mut [f32]) {
             let m = _mm_madd_epi16(mins, pairs);
             let m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0b01_00_11_10));
             let m = _mm_cvtsi128_si32(_mm_add_epi32(m, _mm_shuffle_epi32(m, 0b10_11_00_01)));
-            acc[r] = (_mm512_reduce_add_epi32(isum) as f32).mul_add(d * a.d, acc[r]);
-            acc[r] = (m as f32).mul_add(-dmin * a.d, acc[r]);
+            acc[i & 1][r] += (m as f32).mul_add(-dmin * a.d, _mm512_reduce_add_epi32(isum) as f32 * (d * a.d));
         }
     }
     for r in 0..R {
-        out[r] = acc[r];
+        out[r] = acc[0][r] + acc[1][r];
     }
 }
 
@@ -107,7 +106,7 @@ pub unsafe fn q6k<const R: usize>(w: &[u8], acts: &[&[Q8K]], out: &mut [f32]) {
     let shift_a = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
     let shift_b = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
     let idx = [0, 1, 2, 3].map(|j| load_idx(&Q6K_SCALE_IDX[j]));
-    let mut acc = [0f32; R];
+    let mut acc = [[0f32; R]; 2];
     for i in 0..w.len() / Q6K_BYTES {
         let b = w.as_ptr().add(i * Q6K_BYTES);
         let sc8 = _mm_loadu_si128(b.add(192) as *const __m128i);
@@ -135,10 +134,10 @@ pub unsafe fn q6k<const R: usize>(w: &[u8], acts: &[&[Q8K]], out: &mut [f32]) {
             let bs = _mm256_loadu_si256(a.bsums.as_ptr() as *const __m256i);
             let offset = _mm512_zextsi256_si512(_mm256_slli_epi32(_mm256_madd_epi16(sc16y, bs), 5));
             let total = _mm512_sub_epi32(isum, offset);
-            acc[r] = (_mm512_reduce_add_epi32(total) as f32).mul_add(d * a.d, acc[r]);
+            acc[i & 1][r] += _mm512_reduce_add_epi32(total) as f32 * (d * a.d);
         }
     }
     for r in 0..R {
-        out[r] = acc[r];
+        out[r] = acc[0][r] + acc[1][r];
     }
 }

@@ -26,10 +26,10 @@ pub const QK_K: usize = 256;
 pub const Q4K_BYTES: usize = 144;
 pub const Q6K_BYTES: usize = 210;
 
-/// From this many activation rows on, AVX-512 products run on interleaved tiles of sixteen
-/// rows (same bits as the row kernels, fewer instructions per product; fewer rows would leave
-/// most of a tile's lanes empty).
-pub const TILE_FROM_ROWS: usize = 12;
+/// From this many activation rows on, AVX-512 products run on interleaved tiles of eight rows
+/// (sixteen from twelve rows on): the same bits as the row kernels, fewer instructions per
+/// product; fewer rows would leave most of a tile's lanes empty.
+pub const TILE_FROM_ROWS: usize = 6;
 
 /// The block formats these kernels read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -266,21 +266,26 @@ pub fn matmul(kernel: Kernel, format: Format, w: &[u8], n: usize, k: usize, xs: 
     let rows_per_task = (n / (rayon::current_num_threads() * 8)).clamp(4, 64);
     #[cfg(target_arch = "x86_64")]
     if kernel == Kernel::Avx512 && m >= TILE_FROM_ROWS {
-        let tiles: Vec<tile::ActTile> = acts.chunks(tile::ROWS).map(tile::ActTile::new).collect();
+        let lanes = if m >= 12 { tile::x16::LANES } else { tile::x8::LANES };
+        let tiles: Vec<tile::ActTile> = acts.chunks(lanes).map(|rows| tile::ActTile::new(rows, lanes)).collect();
         by_row.par_chunks_mut(rows_per_task * m).enumerate().for_each(|(t, chunk)| {
             let first = t * rows_per_task;
-            let mut tmp = [0f32; tile::ROWS];
-            for (i, out) in chunk.chunks_exact_mut(m).enumerate() {
-                let row = &w[(first + i) * row_bytes..(first + i + 1) * row_bytes];
-                for (a, o) in tiles.iter().zip(out.chunks_mut(tile::ROWS)) {
+            let mut tmp = [0f32; 16];
+            // Tile outside, weight rows inside: a tile's activations stay in cache while the
+            // task's rows pass over them.
+            for (ti, a) in tiles.iter().enumerate() {
+                for (i, out) in chunk.chunks_exact_mut(m).enumerate() {
+                    let row = &w[(first + i) * row_bytes..(first + i + 1) * row_bytes];
                     // SAFETY: `best` chose AVX-512 for this CPU; the tile holds `blocks` blocks.
                     unsafe {
-                        match format {
-                            Format::Q4K => tile::q4k(row, a, &mut tmp),
-                            Format::Q6K => tile::q6k(row, a, &mut tmp),
+                        match (format, a.lanes()) {
+                            (Format::Q4K, 16) => tile::x16::q4k(row, a, &mut tmp),
+                            (Format::Q6K, 16) => tile::x16::q6k(row, a, &mut tmp),
+                            (Format::Q4K, _) => tile::x8::q4k(row, a, &mut tmp),
+                            (Format::Q6K, _) => tile::x8::q6k(row, a, &mut tmp),
                         }
                     }
-                    o.copy_from_slice(&tmp[..a.rows]);
+                    out[ti * lanes..ti * lanes + a.rows].copy_from_slice(&tmp[..a.rows]);
                 }
             }
         });
@@ -352,18 +357,22 @@ mod tests {
 
     #[test]
     fn every_kernel_returns_the_references_bits_close_to_candle() {
-        for format in [GgmlDType::Q4K, GgmlDType::Q6K] {
-            let (n, k, m) = (24, 768, 13);
-            let (q, x) = case(format, n, k, m, 7);
-            let f = Format::from_ggml(format).unwrap();
-            let data = q.data().unwrap().into_owned();
-            let xt = Tensor::from_vec(x.clone(), (m, k), &Device::Cpu).unwrap();
-            let candle = QMatMul::from_qtensor(q).unwrap().forward(&xt).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
-            let reference = matmul(Kernel::Reference, f, &data, n, k, &x, m);
-            assert!(max_rel(&reference, &candle) < 1e-5, "{format:?} reference vs candle: {}", max_rel(&reference, &candle));
-            // Every kernel keeps the reference's float sequence: the same bits, not just close.
-            for kernel in Kernel::available() {
-                assert_eq!(matmul(kernel, f, &data, n, k, &x, m), reference, "{format:?} {kernel:?}");
+        // One row, a few (rows kernels), an eight-row tile and a sixteen-row tile plus a remainder.
+        for m in [1, 3, 7, 21] {
+            for format in [GgmlDType::Q4K, GgmlDType::Q6K] {
+                let (n, k) = (24, 768);
+                let (q, x) = case(format, n, k, m, 7);
+                let f = Format::from_ggml(format).unwrap();
+                let data = q.data().unwrap().into_owned();
+                let xt = Tensor::from_vec(x.clone(), (m, k), &Device::Cpu).unwrap();
+                let candle = QMatMul::from_qtensor(q).unwrap().forward(&xt).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+                let reference = matmul(Kernel::Reference, f, &data, n, k, &x, m);
+                let err = max_rel(&reference, &candle);
+                assert!(err < 1e-5, "{format:?} m={m} reference vs candle: {err}");
+                // Every kernel keeps the reference's float sequence: the same bits, not just close.
+                for kernel in Kernel::available() {
+                    assert_eq!(matmul(kernel, f, &data, n, k, &x, m), reference, "{format:?} {kernel:?} m={m}");
+                }
             }
         }
     }

@@ -1,15 +1,16 @@
 //! Plain-Rust dot products over GGUF K-quant blocks: the definition the SIMD kernels are tested
 //! against, and the fallback on CPUs without AVX2. Layouts follow ggml's `block_q4_K` and
-//! `block_q6_K`. Each super-block's sums are exact integers; the float part is fixed: one fused
-//! multiply-add per super-block (and one for Q4_K's minimums), in block order. Every kernel
-//! keeps exactly this sequence, so all of them return the same bits.
+//! `block_q6_K`. Each super-block's sums are exact integers; the float part is fixed: each
+//! super-block's value is added to one of two partial sums (even and odd blocks, so the adds
+//! do not wait on each other), which are added at the end. Every kernel keeps exactly this
+//! sequence, so all of them return the same bits.
 
 use super::{f16_at, scale_min_k4, Q8K, Q4K_BYTES, Q6K_BYTES, QK_K};
 
 /// Dot product of one Q4_K weight row with one activation row.
 pub fn dot_q4k(w: &[u8], a: &[Q8K]) -> f32 {
-    let mut sum = 0f32;
-    for (b, a) in w.chunks_exact(Q4K_BYTES).zip(a) {
+    let mut sum = [0f32; 2];
+    for (i, (b, a)) in w.chunks_exact(Q4K_BYTES).zip(a).enumerate() {
         let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
         let scales: &[u8; 12] = b[4..16].try_into().unwrap();
         let qs = &b[16..144];
@@ -26,16 +27,15 @@ pub fn dot_q4k(w: &[u8], a: &[Q8K]) -> f32 {
             isum += sc as i32 * s;
             msum += m as i32 * (a.bsums[2 * j] as i32 + a.bsums[2 * j + 1] as i32);
         }
-        sum = (isum as f32).mul_add(d * a.d, sum);
-        sum = (msum as f32).mul_add(-dmin * a.d, sum);
+        sum[i % 2] += (msum as f32).mul_add(-dmin * a.d, isum as f32 * (d * a.d));
     }
-    sum
+    sum[0] + sum[1]
 }
 
 /// Dot product of one Q6_K weight row with one activation row.
 pub fn dot_q6k(w: &[u8], a: &[Q8K]) -> f32 {
-    let mut sum = 0f32;
-    for (b, a) in w.chunks_exact(Q6K_BYTES).zip(a) {
+    let mut sum = [0f32; 2];
+    for (bi, (b, a)) in w.chunks_exact(Q6K_BYTES).zip(a).enumerate() {
         let (ql, qh) = (&b[0..128], &b[128..192]);
         let scales = &b[192..208];
         let d = f16_at(b, 208);
@@ -51,7 +51,7 @@ pub fn dot_q6k(w: &[u8], a: &[Q8K]) -> f32 {
             let q = (low | (high << 4)) as i32 - 32;
             isum += scales[i / 16] as i8 as i32 * q * a.qs[i] as i32;
         }
-        sum = (isum as f32).mul_add(d * a.d, sum);
+        sum[bi % 2] += isum as f32 * (d * a.d);
     }
-    sum
+    sum[0] + sum[1]
 }

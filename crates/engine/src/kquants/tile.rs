@@ -1,51 +1,56 @@
-//! Tile kernels (AVX-512 VNNI) for products with many activation rows: prompt prefill and
-//! large batches. Sixteen activation rows are interleaved so one `vpdpbusd` multiplies four
-//! weight values, broadcast, with four values of each of the sixteen rows; a weight's
+//! Tile kernels (AVX-512 VNNI) for products with several activation rows: batched decoding
+//! and prompt prefill. Eight or sixteen activation rows are interleaved so one `vpdpbusd`
+//! multiplies four weight values, broadcast, with four values of each row; a weight's
 //! sub-block scale is then the same for every lane. The weight blocks are still read in place:
-//! each super-block is unpacked to bytes on the stack, once per sixteen rows.
+//! each super-block is unpacked to bytes on the stack, once per tile.
 //!
-//! The float sequence per output is the reference's (one fused multiply-add per super-block,
-//! in order), so a row gets the same bits from a tile as from the row kernels.
+//! The float sequence per output is the reference's (each super-block's value added to one of
+//! two partial sums, even and odd blocks), so a row gets the same bits from a tile of either
+//! width as from the row kernels.
 
 use super::{avx512::q4k_scales_mins, Q8K, Q4K_BYTES, Q6K_BYTES, QK_K};
 use std::arch::x86_64::*;
 
-pub const ROWS: usize = 16;
-
-/// Up to sixteen quantized activation rows, interleaved four bytes at a time.
+/// Up to `lanes` (8 or 16) quantized activation rows, interleaved four bytes at a time.
 pub struct ActTile {
-    /// Per super-block: 64 groups × 16 rows × 4 values.
+    /// Per super-block: 64 groups × `lanes` rows × 4 values.
     qs: Vec<i8>,
     /// Per super-block: each row's scale.
     d: Vec<f32>,
-    /// Per super-block: 16 sums of 16 values × 16 rows.
+    /// Per super-block: 16 sums of 16 values × `lanes` rows.
     bsums: Vec<i32>,
+    lanes: usize,
     pub rows: usize,
 }
 
 impl ActTile {
-    pub fn new(rows: &[&[Q8K]]) -> Self {
-        assert!(!rows.is_empty() && rows.len() <= ROWS);
+    pub fn new(rows: &[&[Q8K]], lanes: usize) -> Self {
+        assert!(!rows.is_empty() && rows.len() <= lanes && (lanes == 8 || lanes == 16));
         let blocks = rows[0].len();
         let mut t = Self {
-            qs: vec![0; blocks * QK_K * ROWS],
-            d: vec![0.0; blocks * ROWS],
-            bsums: vec![0; blocks * 16 * ROWS],
+            qs: vec![0; blocks * QK_K * lanes],
+            d: vec![0.0; blocks * lanes],
+            bsums: vec![0; blocks * 16 * lanes],
+            lanes,
             rows: rows.len(),
         };
         for (r, row) in rows.iter().enumerate() {
             for (i, b) in row.iter().enumerate() {
-                t.d[i * ROWS + r] = b.d;
+                t.d[i * lanes + r] = b.d;
                 for g in 0..QK_K / 4 {
-                    let at = i * QK_K * ROWS + g * 4 * ROWS + r * 4;
+                    let at = i * QK_K * lanes + g * 4 * lanes + r * 4;
                     t.qs[at..at + 4].copy_from_slice(&b.qs[4 * g..4 * g + 4]);
                 }
                 for (j, &s) in b.bsums.iter().enumerate() {
-                    t.bsums[i * 16 * ROWS + j * ROWS + r] = s as i32;
+                    t.bsums[i * 16 * lanes + j * lanes + r] = s as i32;
                 }
             }
         }
         t
+    }
+
+    pub fn lanes(&self) -> usize {
+        self.lanes
     }
 }
 
@@ -54,93 +59,130 @@ unsafe fn f16_ptr(p: *const u8) -> f32 {
     _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(std::ptr::read_unaligned(p as *const u16) as i32)))
 }
 
-/// Σ over 4·`groups` values of weights (bytes at `vals`) × the tile's activations at `qa`.
+/// A Q4_K super-block's 256 values (0..15) as bytes, in order.
 #[inline(always)]
-unsafe fn dot_groups(vals: *const u8, qa: *const i8, groups: usize) -> __m512i {
-    let mut x = _mm512_setzero_si512();
-    for g in 0..groups {
-        let w = _mm512_set1_epi32(std::ptr::read_unaligned(vals.add(4 * g) as *const i32));
-        x = _mm512_dpbusd_epi32(x, w, _mm512_loadu_si512(qa.add(g * 4 * ROWS) as *const _));
-    }
-    x
-}
-
-/// # Safety
-/// The CPU must pass [`super::avx512::supported`]; `w` holds whole Q4_K blocks, as many as
-/// the tile's rows have.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-pub unsafe fn q4k(w: &[u8], t: &ActTile, out: &mut [f32; ROWS]) {
+unsafe fn unpack_q4k(b: *const u8, vals: &mut [u8; QK_K]) {
     let m4 = _mm256_set1_epi8(0x0F);
-    let mut vals = [0u8; QK_K];
-    let mut acc = _mm512_setzero_ps();
-    for i in 0..w.len() / Q4K_BYTES {
-        let b = w.as_ptr().add(i * Q4K_BYTES);
-        let (d, dmin) = (f16_ptr(b), f16_ptr(b.add(2)));
-        let u = q4k_scales_mins(&*(b.add(4) as *const [u8; 12]));
-        let sm: [u8; 16] = std::mem::transmute(u);
-        for j in 0..4 {
-            let v = _mm256_loadu_si256(b.add(16 + 32 * j) as *const __m256i);
-            _mm256_storeu_si256(vals.as_mut_ptr().add(64 * j) as *mut __m256i, _mm256_and_si256(v, m4));
-            let hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-            _mm256_storeu_si256(vals.as_mut_ptr().add(64 * j + 32) as *mut __m256i, hi);
-        }
-        let qa = t.qs.as_ptr().add(i * QK_K * ROWS);
-        let bs = t.bsums.as_ptr().add(i * 16 * ROWS);
-        let (mut isum, mut msum) = (_mm512_setzero_si512(), _mm512_setzero_si512());
-        for s in 0..8 {
-            let x = dot_groups(vals.as_ptr().add(32 * s), qa.add(32 * s * ROWS), 8);
-            isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(x, _mm512_set1_epi32(sm[s] as i32)));
-            let pair = _mm512_add_epi32(
-                _mm512_loadu_si512(bs.add(2 * s * ROWS) as *const _),
-                _mm512_loadu_si512(bs.add((2 * s + 1) * ROWS) as *const _),
-            );
-            msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(pair, _mm512_set1_epi32(sm[8 + s] as i32)));
-        }
-        let ad = _mm512_loadu_ps(t.d.as_ptr().add(i * ROWS));
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(_mm512_set1_ps(d), ad), acc);
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(_mm512_set1_ps(-dmin), ad), acc);
+    for j in 0..4 {
+        let v = _mm256_loadu_si256(b.add(16 + 32 * j) as *const __m256i);
+        _mm256_storeu_si256(vals.as_mut_ptr().add(64 * j) as *mut __m256i, _mm256_and_si256(v, m4));
+        let hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        _mm256_storeu_si256(vals.as_mut_ptr().add(64 * j + 32) as *mut __m256i, hi);
     }
-    _mm512_storeu_ps(out.as_mut_ptr(), acc);
 }
 
-/// # Safety
-/// As [`q4k`], for Q6_K blocks.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-pub unsafe fn q6k(w: &[u8], t: &ActTile, out: &mut [f32; ROWS]) {
+/// A Q6_K super-block's 256 values (0..63, the stored q + 32) as bytes, in order.
+#[inline(always)]
+unsafe fn unpack_q6k(b: *const u8, vals: &mut [u8; QK_K]) {
     let m4 = _mm256_set1_epi8(0x0F);
     let m3 = _mm256_set1_epi8(3);
-    let mut vals = [0u8; QK_K];
-    let mut acc = _mm512_setzero_ps();
-    for i in 0..w.len() / Q6K_BYTES {
-        let b = w.as_ptr().add(i * Q6K_BYTES);
-        let scales = &*(b.add(192) as *const [i8; 16]);
-        let d = f16_ptr(b.add(208));
-        for n in 0..2 {
-            let l0 = _mm256_loadu_si256(b.add(64 * n) as *const __m256i);
-            let l1 = _mm256_loadu_si256(b.add(64 * n + 32) as *const __m256i);
-            let h = _mm256_loadu_si256(b.add(128 + 32 * n) as *const __m256i);
-            let high = |shifted: __m256i| _mm256_slli_epi16(_mm256_and_si256(shifted, m3), 4);
-            let q = [
-                _mm256_or_si256(_mm256_and_si256(l0, m4), high(h)),
-                _mm256_or_si256(_mm256_and_si256(l1, m4), high(_mm256_srli_epi16(h, 2))),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), high(_mm256_srli_epi16(h, 4))),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), high(_mm256_srli_epi16(h, 6))),
-            ];
-            for (k, qk) in q.iter().enumerate() {
-                _mm256_storeu_si256(vals.as_mut_ptr().add(128 * n + 32 * k) as *mut __m256i, *qk);
+    let high = |shifted: __m256i| _mm256_slli_epi16(_mm256_and_si256(shifted, m3), 4);
+    for n in 0..2 {
+        let l0 = _mm256_loadu_si256(b.add(64 * n) as *const __m256i);
+        let l1 = _mm256_loadu_si256(b.add(64 * n + 32) as *const __m256i);
+        let h = _mm256_loadu_si256(b.add(128 + 32 * n) as *const __m256i);
+        let q = [
+            _mm256_or_si256(_mm256_and_si256(l0, m4), high(h)),
+            _mm256_or_si256(_mm256_and_si256(l1, m4), high(_mm256_srli_epi16(h, 2))),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), high(_mm256_srli_epi16(h, 4))),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), high(_mm256_srli_epi16(h, 6))),
+        ];
+        for (k, qk) in q.iter().enumerate() {
+            _mm256_storeu_si256(vals.as_mut_ptr().add(128 * n + 32 * k) as *mut __m256i, *qk);
+        }
+    }
+}
+
+/// The kernels for one tile width, from that width's intrinsics.
+macro_rules! tile_kernels {
+    ($name:ident, $lanes:expr, $vi:ty, $zero_i:ident, $zero_f:ident, $set1_i:ident, $set1_f:ident,
+     $dpbusd:ident, $load_i:ident, $load_f:ident, $store_f:ident, $add_i:ident, $sub_i:ident,
+     $mullo:ident, $slli:ident, $cvt:ident, $mul_f:ident, $fmadd:ident, $add_f:ident) => {
+        pub mod $name {
+            use super::*;
+            pub const LANES: usize = $lanes;
+
+            /// Σ over 4·`groups` values of weights (bytes at `vals`) × the activations at `qa`.
+            #[inline(always)]
+            unsafe fn dot_groups(vals: *const u8, qa: *const i8, groups: usize) -> $vi {
+                // Two accumulation chains, so consecutive `vpdpbusd`s do not wait on each other.
+                let (mut x0, mut x1) = ($zero_i(), $zero_i());
+                for g in (0..groups).step_by(2) {
+                    let w0 = $set1_i(std::ptr::read_unaligned(vals.add(4 * g) as *const i32));
+                    let w1 = $set1_i(std::ptr::read_unaligned(vals.add(4 * g + 4) as *const i32));
+                    x0 = $dpbusd(x0, w0, $load_i(qa.add(g * 4 * LANES) as *const _));
+                    x1 = $dpbusd(x1, w1, $load_i(qa.add((g + 1) * 4 * LANES) as *const _));
+                }
+                $add_i(x0, x1)
+            }
+
+            /// # Safety
+            /// The CPU must pass [`super::super::avx512::supported`]; `w` holds whole Q4_K
+            /// blocks, as many as the tile's rows have; the tile is `LANES` wide.
+            #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+            pub unsafe fn q4k(w: &[u8], t: &ActTile, out: &mut [f32]) {
+                debug_assert!(t.lanes == LANES && out.len() >= LANES);
+                let mut vals = [0u8; QK_K];
+                let mut acc = [$zero_f(); 2];
+                for i in 0..w.len() / Q4K_BYTES {
+                    let b = w.as_ptr().add(i * Q4K_BYTES);
+                    let (d, dmin) = (f16_ptr(b), f16_ptr(b.add(2)));
+                    let sm: [u8; 16] = std::mem::transmute(q4k_scales_mins(&*(b.add(4) as *const [u8; 12])));
+                    unpack_q4k(b, &mut vals);
+                    let qa = t.qs.as_ptr().add(i * QK_K * LANES);
+                    let bs = t.bsums.as_ptr().add(i * 16 * LANES);
+                    let (mut isum, mut msum) = ($zero_i(), $zero_i());
+                    for s in 0..8 {
+                        let x = dot_groups(vals.as_ptr().add(32 * s), qa.add(32 * s * LANES), 8);
+                        isum = $add_i(isum, $mullo(x, $set1_i(sm[s] as i32)));
+                        let pair = $add_i(
+                            $load_i(bs.add(2 * s * LANES) as *const _),
+                            $load_i(bs.add((2 * s + 1) * LANES) as *const _),
+                        );
+                        msum = $add_i(msum, $mullo(pair, $set1_i(sm[8 + s] as i32)));
+                    }
+                    let ad = $load_f(t.d.as_ptr().add(i * LANES));
+                    let v = $mul_f($cvt(isum), $mul_f($set1_f(d), ad));
+                    let v = $fmadd($cvt(msum), $mul_f($set1_f(-dmin), ad), v);
+                    acc[i & 1] = $add_f(acc[i & 1], v);
+                }
+                $store_f(out.as_mut_ptr(), $add_f(acc[0], acc[1]));
+            }
+
+            /// # Safety
+            /// As [`q4k`], for Q6_K blocks.
+            #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+            pub unsafe fn q6k(w: &[u8], t: &ActTile, out: &mut [f32]) {
+                debug_assert!(t.lanes == LANES && out.len() >= LANES);
+                let mut vals = [0u8; QK_K];
+                let mut acc = [$zero_f(); 2];
+                for i in 0..w.len() / Q6K_BYTES {
+                    let b = w.as_ptr().add(i * Q6K_BYTES);
+                    let scales = &*(b.add(192) as *const [i8; 16]);
+                    let d = f16_ptr(b.add(208));
+                    unpack_q6k(b, &mut vals);
+                    let qa = t.qs.as_ptr().add(i * QK_K * LANES);
+                    let bs = t.bsums.as_ptr().add(i * 16 * LANES);
+                    let mut isum = $zero_i();
+                    for g in 0..16 {
+                        let x = dot_groups(vals.as_ptr().add(16 * g), qa.add(16 * g * LANES), 4);
+                        // The stored values are q + 32: take 32 × these 16 activations' sum back off.
+                        let x = $sub_i(x, $slli($load_i(bs.add(g * LANES) as *const _), 5));
+                        isum = $add_i(isum, $mullo(x, $set1_i(scales[g] as i32)));
+                    }
+                    let ad = $load_f(t.d.as_ptr().add(i * LANES));
+                    let v = $mul_f($cvt(isum), $mul_f($set1_f(d), ad));
+                    acc[i & 1] = $add_f(acc[i & 1], v);
+                }
+                $store_f(out.as_mut_ptr(), $add_f(acc[0], acc[1]));
             }
         }
-        let qa = t.qs.as_ptr().add(i * QK_K * ROWS);
-        let bs = t.bsums.as_ptr().add(i * 16 * ROWS);
-        let mut isum = _mm512_setzero_si512();
-        for g in 0..16 {
-            let x = dot_groups(vals.as_ptr().add(16 * g), qa.add(16 * g * ROWS), 4);
-            // The stored values are q + 32: take 32 × the sum of these 16 activations back off.
-            let x = _mm512_sub_epi32(x, _mm512_slli_epi32(_mm512_loadu_si512(bs.add(g * ROWS) as *const _), 5));
-            isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(x, _mm512_set1_epi32(scales[g] as i32)));
-        }
-        let ad = _mm512_loadu_ps(t.d.as_ptr().add(i * ROWS));
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(_mm512_set1_ps(d), ad), acc);
-    }
-    _mm512_storeu_ps(out.as_mut_ptr(), acc);
+    };
 }
+
+tile_kernels!(x16, 16, __m512i, _mm512_setzero_si512, _mm512_setzero_ps, _mm512_set1_epi32, _mm512_set1_ps,
+    _mm512_dpbusd_epi32, _mm512_loadu_si512, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_add_epi32, _mm512_sub_epi32,
+    _mm512_mullo_epi32, _mm512_slli_epi32, _mm512_cvtepi32_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_add_ps);
+tile_kernels!(x8, 8, __m256i, _mm256_setzero_si256, _mm256_setzero_ps, _mm256_set1_epi32, _mm256_set1_ps,
+    _mm256_dpbusd_epi32, _mm256_loadu_si256, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_epi32, _mm256_sub_epi32,
+    _mm256_mullo_epi32, _mm256_slli_epi32, _mm256_cvtepi32_ps, _mm256_mul_ps, _mm256_fmadd_ps, _mm256_add_ps);
