@@ -43,6 +43,11 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = json!({"error": {"message": self.message, "type": self.kind, "param": self.param, "code": null}});
+        if self.status == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            // The unread rest of the body is still on the connection: close it, or a client
+            // that reuses it sees its next request fail ("server disconnected").
+            return (self.status, [(axum::http::header::CONNECTION, "close")], axum::Json(body)).into_response();
+        }
         (self.status, axum::Json(body)).into_response()
     }
 }

@@ -270,22 +270,38 @@ pub fn matmul(kernel: Kernel, format: Format, w: &[u8], n: usize, k: usize, xs: 
         let tiles: Vec<tile::ActTile> = acts.chunks(lanes).map(|rows| tile::ActTile::new(rows, lanes)).collect();
         by_row.par_chunks_mut(rows_per_task * m).enumerate().for_each(|(t, chunk)| {
             let first = t * rows_per_task;
-            let mut tmp = [0f32; 16];
             // Tile outside, weight rows inside: a tile's activations stay in cache while the
-            // task's rows pass over them.
+            // task's rows pass over them, four rows at a time sharing each activation load.
+            let rows = chunk.len() / m;
+            let row = |i: usize| &w[(first + i) * row_bytes..(first + i + 1) * row_bytes];
             for (ti, a) in tiles.iter().enumerate() {
-                for (i, out) in chunk.chunks_exact_mut(m).enumerate() {
-                    let row = &w[(first + i) * row_bytes..(first + i + 1) * row_bytes];
+                let mut i = 0;
+                while i < rows {
+                    let group = if rows - i >= 4 { 4 } else { 1 };
+                    let mut tmp = [[0f32; 16]; 4];
                     // SAFETY: `best` chose AVX-512 for this CPU; the tile holds `blocks` blocks.
                     unsafe {
+                        macro_rules! go {
+                            ($width:ident, $f:ident) => {
+                                if group == 4 {
+                                    tile::$width::$f::<4>([row(i), row(i + 1), row(i + 2), row(i + 3)], a, &mut tmp)
+                                } else {
+                                    tile::$width::$f::<1>([row(i)], a, (&mut tmp[..1]).try_into().unwrap())
+                                }
+                            };
+                        }
                         match (format, a.lanes()) {
-                            (Format::Q4K, 16) => tile::x16::q4k(row, a, &mut tmp),
-                            (Format::Q6K, 16) => tile::x16::q6k(row, a, &mut tmp),
-                            (Format::Q4K, _) => tile::x8::q4k(row, a, &mut tmp),
-                            (Format::Q6K, _) => tile::x8::q6k(row, a, &mut tmp),
+                            (Format::Q4K, 16) => go!(x16, q4k),
+                            (Format::Q6K, 16) => go!(x16, q6k),
+                            (Format::Q4K, _) => go!(x8, q4k),
+                            (Format::Q6K, _) => go!(x8, q6k),
                         }
                     }
-                    out[ti * lanes..ti * lanes + a.rows].copy_from_slice(&tmp[..a.rows]);
+                    for (r, res) in tmp[..group].iter().enumerate() {
+                        let out = &mut chunk[(i + r) * m..(i + r + 1) * m];
+                        out[ti * lanes..ti * lanes + a.rows].copy_from_slice(&res[..a.rows]);
+                    }
+                    i += group;
                 }
             }
         });
@@ -360,7 +376,7 @@ mod tests {
         // One row, a few (rows kernels), an eight-row tile and a sixteen-row tile plus a remainder.
         for m in [1, 3, 7, 21] {
             for format in [GgmlDType::Q4K, GgmlDType::Q6K] {
-                let (n, k) = (24, 768);
+                let (n, k) = (27, 768);
                 let (q, x) = case(format, n, k, m, 7);
                 let f = Format::from_ggml(format).unwrap();
                 let data = q.data().unwrap().into_owned();

@@ -19,6 +19,9 @@ pub struct ActTile {
     d: Vec<f32>,
     /// Per super-block: 16 sums of 16 values × `lanes` rows.
     bsums: Vec<i32>,
+    /// Per super-block: 4 × `lanes` pairs of 32-value sums (sub-blocks 2t and 2t + 1 as the low
+    /// and high i16 of one lane), for Q4_K's minimums.
+    pairs: Vec<i32>,
     lanes: usize,
     pub rows: usize,
 }
@@ -31,6 +34,7 @@ impl ActTile {
             qs: vec![0; blocks * QK_K * lanes],
             d: vec![0.0; blocks * lanes],
             bsums: vec![0; blocks * 16 * lanes],
+            pairs: vec![0; blocks * 4 * lanes],
             lanes,
             rows: rows.len(),
         };
@@ -43,6 +47,10 @@ impl ActTile {
                 }
                 for (j, &s) in b.bsums.iter().enumerate() {
                     t.bsums[i * 16 * lanes + j * lanes + r] = s as i32;
+                }
+                let sum32 = |s: usize| (b.bsums[2 * s] + b.bsums[2 * s + 1]) as u16 as i32;
+                for p in 0..4 {
+                    t.pairs[i * 4 * lanes + p * lanes + r] = sum32(2 * p) | (sum32(2 * p + 1) << 16);
                 }
             }
         }
@@ -97,84 +105,115 @@ unsafe fn unpack_q6k(b: *const u8, vals: &mut [u8; QK_K]) {
 macro_rules! tile_kernels {
     ($name:ident, $lanes:expr, $vi:ty, $zero_i:ident, $zero_f:ident, $set1_i:ident, $set1_f:ident,
      $dpbusd:ident, $load_i:ident, $load_f:ident, $store_f:ident, $add_i:ident, $sub_i:ident,
-     $mullo:ident, $slli:ident, $cvt:ident, $mul_f:ident, $fmadd:ident, $add_f:ident) => {
+     $mullo:ident, $slli:ident, $cvt:ident, $mul_f:ident, $fmadd:ident, $add_f:ident, $dpwssd:ident) => {
         pub mod $name {
             use super::*;
             pub const LANES: usize = $lanes;
 
-            /// Σ over 4·`groups` values of weights (bytes at `vals`) × the activations at `qa`.
+            /// Σ over 4·`groups` values of each row's weights (bytes at `vals[r]`) × the
+            /// activations at `qa`. The weight rows share each activation load.
             #[inline(always)]
-            unsafe fn dot_groups(vals: *const u8, qa: *const i8, groups: usize) -> $vi {
-                // Two accumulation chains, so consecutive `vpdpbusd`s do not wait on each other.
-                let (mut x0, mut x1) = ($zero_i(), $zero_i());
+            unsafe fn dot_groups<const WR: usize>(vals: [*const u8; WR], qa: *const i8, groups: usize) -> [$vi; WR] {
+                // Two accumulation chains per row, so consecutive `vpdpbusd`s do not wait.
+                let (mut x0, mut x1) = ([$zero_i(); WR], [$zero_i(); WR]);
                 for g in (0..groups).step_by(2) {
-                    let w0 = $set1_i(std::ptr::read_unaligned(vals.add(4 * g) as *const i32));
-                    let w1 = $set1_i(std::ptr::read_unaligned(vals.add(4 * g + 4) as *const i32));
-                    x0 = $dpbusd(x0, w0, $load_i(qa.add(g * 4 * LANES) as *const _));
-                    x1 = $dpbusd(x1, w1, $load_i(qa.add((g + 1) * 4 * LANES) as *const _));
+                    let a0 = $load_i(qa.add(g * 4 * LANES) as *const _);
+                    let a1 = $load_i(qa.add((g + 1) * 4 * LANES) as *const _);
+                    for r in 0..WR {
+                        let w0 = $set1_i(std::ptr::read_unaligned(vals[r].add(4 * g) as *const i32));
+                        let w1 = $set1_i(std::ptr::read_unaligned(vals[r].add(4 * g + 4) as *const i32));
+                        x0[r] = $dpbusd(x0[r], w0, a0);
+                        x1[r] = $dpbusd(x1[r], w1, a1);
+                    }
                 }
-                $add_i(x0, x1)
+                std::array::from_fn(|r| $add_i(x0[r], x1[r]))
             }
 
+            /// `WR` weight rows against one tile: `out[r]` gets row `r`'s `LANES` results.
+            ///
             /// # Safety
-            /// The CPU must pass [`super::super::avx512::supported`]; `w` holds whole Q4_K
+            /// The CPU must pass [`super::super::avx512::supported`]; each row holds whole Q4_K
             /// blocks, as many as the tile's rows have; the tile is `LANES` wide.
             #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-            pub unsafe fn q4k(w: &[u8], t: &ActTile, out: &mut [f32]) {
-                debug_assert!(t.lanes == LANES && out.len() >= LANES);
-                let mut vals = [0u8; QK_K];
-                let mut acc = [$zero_f(); 2];
-                for i in 0..w.len() / Q4K_BYTES {
-                    let b = w.as_ptr().add(i * Q4K_BYTES);
-                    let (d, dmin) = (f16_ptr(b), f16_ptr(b.add(2)));
-                    let sm: [u8; 16] = std::mem::transmute(q4k_scales_mins(&*(b.add(4) as *const [u8; 12])));
-                    unpack_q4k(b, &mut vals);
+            pub unsafe fn q4k<const WR: usize>(w: [&[u8]; WR], t: &ActTile, out: &mut [[f32; 16]; WR]) {
+                debug_assert!(t.lanes == LANES);
+                let mut vals = [[0u8; QK_K]; WR];
+                let mut acc = [[$zero_f(); 2]; WR];
+                for i in 0..w[0].len() / Q4K_BYTES {
                     let qa = t.qs.as_ptr().add(i * QK_K * LANES);
-                    let bs = t.bsums.as_ptr().add(i * 16 * LANES);
-                    let (mut isum, mut msum) = ($zero_i(), $zero_i());
-                    for s in 0..8 {
-                        let x = dot_groups(vals.as_ptr().add(32 * s), qa.add(32 * s * LANES), 8);
-                        isum = $add_i(isum, $mullo(x, $set1_i(sm[s] as i32)));
-                        let pair = $add_i(
-                            $load_i(bs.add(2 * s * LANES) as *const _),
-                            $load_i(bs.add((2 * s + 1) * LANES) as *const _),
-                        );
-                        msum = $add_i(msum, $mullo(pair, $set1_i(sm[8 + s] as i32)));
-                    }
                     let ad = $load_f(t.d.as_ptr().add(i * LANES));
-                    let v = $mul_f($cvt(isum), $mul_f($set1_f(d), ad));
-                    let v = $fmadd($cvt(msum), $mul_f($set1_f(-dmin), ad), v);
-                    acc[i & 1] = $add_f(acc[i & 1], v);
+                    let mut sm = [[0u8; 16]; WR];
+                    let mut dd = [(0f32, 0f32); WR];
+                    for r in 0..WR {
+                        let b = w[r].as_ptr().add(i * Q4K_BYTES);
+                        dd[r] = (f16_ptr(b), f16_ptr(b.add(2)));
+                        sm[r] = std::mem::transmute(q4k_scales_mins(&*(b.add(4) as *const [u8; 12])));
+                        unpack_q4k(b, &mut vals[r]);
+                    }
+                    let (mut isum, mut msum) = ([$zero_i(); WR], [$zero_i(); WR]);
+                    for s in 0..8 {
+                        let x = dot_groups::<WR>(std::array::from_fn(|r| vals[r].as_ptr().add(32 * s)), qa.add(32 * s * LANES), 8);
+                        for r in 0..WR {
+                            isum[r] = $add_i(isum[r], $mullo(x[r], $set1_i(sm[r][s] as i32)));
+                        }
+                    }
+                    // Minimums: two sub-blocks per `vpdpwssd` (32-value sums fit in 16 bits).
+                    let pairs = t.pairs.as_ptr().add(i * 4 * LANES);
+                    for p in 0..4 {
+                        let sums = $load_i(pairs.add(p * LANES) as *const _);
+                        for r in 0..WR {
+                            let mins = sm[r][8 + 2 * p] as i32 | ((sm[r][9 + 2 * p] as i32) << 16);
+                            msum[r] = $dpwssd(msum[r], sums, $set1_i(mins));
+                        }
+                    }
+                    for r in 0..WR {
+                        let (d, dmin) = dd[r];
+                        let v = $mul_f($cvt(isum[r]), $mul_f($set1_f(d), ad));
+                        let v = $fmadd($cvt(msum[r]), $mul_f($set1_f(-dmin), ad), v);
+                        acc[r][i & 1] = $add_f(acc[r][i & 1], v);
+                    }
                 }
-                $store_f(out.as_mut_ptr(), $add_f(acc[0], acc[1]));
+                for r in 0..WR {
+                    $store_f(out[r].as_mut_ptr(), $add_f(acc[r][0], acc[r][1]));
+                }
             }
 
             /// # Safety
             /// As [`q4k`], for Q6_K blocks.
             #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-            pub unsafe fn q6k(w: &[u8], t: &ActTile, out: &mut [f32]) {
-                debug_assert!(t.lanes == LANES && out.len() >= LANES);
-                let mut vals = [0u8; QK_K];
-                let mut acc = [$zero_f(); 2];
-                for i in 0..w.len() / Q6K_BYTES {
-                    let b = w.as_ptr().add(i * Q6K_BYTES);
-                    let scales = &*(b.add(192) as *const [i8; 16]);
-                    let d = f16_ptr(b.add(208));
-                    unpack_q6k(b, &mut vals);
+            pub unsafe fn q6k<const WR: usize>(w: [&[u8]; WR], t: &ActTile, out: &mut [[f32; 16]; WR]) {
+                debug_assert!(t.lanes == LANES);
+                let mut vals = [[0u8; QK_K]; WR];
+                let mut acc = [[$zero_f(); 2]; WR];
+                for i in 0..w[0].len() / Q6K_BYTES {
                     let qa = t.qs.as_ptr().add(i * QK_K * LANES);
                     let bs = t.bsums.as_ptr().add(i * 16 * LANES);
-                    let mut isum = $zero_i();
-                    for g in 0..16 {
-                        let x = dot_groups(vals.as_ptr().add(16 * g), qa.add(16 * g * LANES), 4);
-                        // The stored values are q + 32: take 32 × these 16 activations' sum back off.
-                        let x = $sub_i(x, $slli($load_i(bs.add(g * LANES) as *const _), 5));
-                        isum = $add_i(isum, $mullo(x, $set1_i(scales[g] as i32)));
-                    }
                     let ad = $load_f(t.d.as_ptr().add(i * LANES));
-                    let v = $mul_f($cvt(isum), $mul_f($set1_f(d), ad));
-                    acc[i & 1] = $add_f(acc[i & 1], v);
+                    let mut scales = [[0i8; 16]; WR];
+                    let mut d = [0f32; WR];
+                    for r in 0..WR {
+                        let b = w[r].as_ptr().add(i * Q6K_BYTES);
+                        scales[r] = *(b.add(192) as *const [i8; 16]);
+                        d[r] = f16_ptr(b.add(208));
+                        unpack_q6k(b, &mut vals[r]);
+                    }
+                    let mut isum = [$zero_i(); WR];
+                    for g in 0..16 {
+                        let x = dot_groups::<WR>(std::array::from_fn(|r| vals[r].as_ptr().add(16 * g)), qa.add(16 * g * LANES), 4);
+                        // The stored values are q + 32: take 32 × these 16 activations' sum back off.
+                        let offset = $slli($load_i(bs.add(g * LANES) as *const _), 5);
+                        for r in 0..WR {
+                            isum[r] = $add_i(isum[r], $mullo($sub_i(x[r], offset), $set1_i(scales[r][g] as i32)));
+                        }
+                    }
+                    for r in 0..WR {
+                        let v = $mul_f($cvt(isum[r]), $mul_f($set1_f(d[r]), ad));
+                        acc[r][i & 1] = $add_f(acc[r][i & 1], v);
+                    }
                 }
-                $store_f(out.as_mut_ptr(), $add_f(acc[0], acc[1]));
+                for r in 0..WR {
+                    $store_f(out[r].as_mut_ptr(), $add_f(acc[r][0], acc[r][1]));
+                }
             }
         }
     };
@@ -182,7 +221,9 @@ macro_rules! tile_kernels {
 
 tile_kernels!(x16, 16, __m512i, _mm512_setzero_si512, _mm512_setzero_ps, _mm512_set1_epi32, _mm512_set1_ps,
     _mm512_dpbusd_epi32, _mm512_loadu_si512, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_add_epi32, _mm512_sub_epi32,
-    _mm512_mullo_epi32, _mm512_slli_epi32, _mm512_cvtepi32_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_add_ps);
+    _mm512_mullo_epi32, _mm512_slli_epi32, _mm512_cvtepi32_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_add_ps,
+    _mm512_dpwssd_epi32);
 tile_kernels!(x8, 8, __m256i, _mm256_setzero_si256, _mm256_setzero_ps, _mm256_set1_epi32, _mm256_set1_ps,
     _mm256_dpbusd_epi32, _mm256_loadu_si256, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_epi32, _mm256_sub_epi32,
-    _mm256_mullo_epi32, _mm256_slli_epi32, _mm256_cvtepi32_ps, _mm256_mul_ps, _mm256_fmadd_ps, _mm256_add_ps);
+    _mm256_mullo_epi32, _mm256_slli_epi32, _mm256_cvtepi32_ps, _mm256_mul_ps, _mm256_fmadd_ps, _mm256_add_ps,
+    _mm256_dpwssd_epi32);
