@@ -2,7 +2,7 @@
 //! that grow by doubling, written in place so a decode step never copies the history. Fresh
 //! buffers come zeroed from the allocator, so memory is only touched as positions are written.
 //! Entries are stored as f16, half of f32's memory (eight 4096-token contexts of the 1.5B model
-//! take 0.9 GiB instead of 1.9); attention reads them back as f32.
+//! take 0.9 GiB instead of 1.8); attention reads them back as f32.
 
 use half::f16;
 use half::slice::HalfFloatSliceExt;
