@@ -12,10 +12,11 @@ fn load(p: &Path) -> EngineError {
     }
 }
 
-fn tmp(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("ponder-errors-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// A path in a fresh temporary directory, which is removed when the returned guard drops.
+fn tmp(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    (dir, path)
 }
 
 #[test]
@@ -27,7 +28,7 @@ fn missing_file() {
 
 #[test]
 fn not_a_gguf() {
-    let p = tmp("notes.gguf");
+    let (_dir, p) = tmp("notes.gguf");
     std::fs::write(&p, "these are my notes, not a model").unwrap();
     let e = load(&p);
     assert!(matches!(e, EngineError::NotGguf { .. }), "{e}");
@@ -41,7 +42,7 @@ fn truncated_files() {
     let src = std::fs::read(common::model(common::SMALL)).unwrap();
     // Cut in the tensor data (an interrupted download) and in the header.
     for (name, len) in [("cut-data.gguf", src.len() / 2), ("cut-header.gguf", 2000)] {
-        let p = tmp(name);
+        let (_dir, p) = tmp(name);
         std::fs::write(&p, &src[..len]).unwrap();
         let e = load(&p);
         assert!(matches!(e, EngineError::Truncated { .. }), "{name}: {e}");
@@ -51,7 +52,7 @@ fn truncated_files() {
 
 #[test]
 fn unsupported_architecture_is_named() {
-    let p = tmp("llama.gguf");
+    let (_dir, p) = tmp("llama.gguf");
     ponder_engine::gguf_edit::rewrite_metadata(&common::model(common::SMALL), &p, |md| {
         md.insert("general.architecture".into(), Value::String("llama".into()));
     })
@@ -63,7 +64,7 @@ fn unsupported_architecture_is_named() {
 
 #[test]
 fn missing_tokenizer_metadata() {
-    let p = tmp("notok.gguf");
+    let (_dir, p) = tmp("notok.gguf");
     ponder_engine::gguf_edit::rewrite_metadata(&common::model(common::SMALL), &p, |md| {
         md.remove("tokenizer.ggml.merges");
     })
@@ -75,7 +76,7 @@ fn missing_tokenizer_metadata() {
 
 #[test]
 fn broken_chat_template() {
-    let p = tmp("badtemplate.gguf");
+    let (_dir, p) = tmp("badtemplate.gguf");
     ponder_engine::gguf_edit::rewrite_metadata(&common::model(common::SMALL), &p, |md| {
         md.insert("tokenizer.chat_template".into(), Value::String("{% for m in messages %}{{ m.content ".into()));
     })
@@ -84,7 +85,7 @@ fn broken_chat_template() {
     assert!(matches!(e, EngineError::Template(_)), "{e}");
 
     // A template that parses but fails when rendered fails the request, not the engine.
-    let p = tmp("raising.gguf");
+    let (_dir, p) = tmp("raising.gguf");
     ponder_engine::gguf_edit::rewrite_metadata(&common::model(common::SMALL), &p, |md| {
         md.insert(
             "tokenizer.chat_template".into(),

@@ -30,11 +30,19 @@ pub const R1_TEMPLATE: &str = ponder_engine::gguf_edit::R1_TEMPLATE;
 pub fn r1_model() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(|| {
+        // Kept next to the test models and named by what it is made from, so runs reuse it and
+        // nothing is left behind in the temporary directory.
+        use std::hash::{Hash, Hasher};
         let src = model(SMALL);
-        let dir = std::env::temp_dir().join(format!("ponder-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let dst = dir.join("r1-0.5b.gguf");
-        ponder_engine::gguf_edit::with_chat_template(&src, &dst, R1_TEMPLATE).unwrap();
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (R1_TEMPLATE, std::fs::metadata(&src).unwrap().len()).hash(&mut h);
+        let dst = src.with_file_name(format!("r1-0.5b-{:016x}.gguf", h.finish()));
+        if !dst.exists() {
+            // Written under a private name, then renamed: test binaries run side by side.
+            let part = dst.with_extension(format!("part-{}", std::process::id()));
+            ponder_engine::gguf_edit::with_chat_template(&src, &part, R1_TEMPLATE).unwrap();
+            std::fs::rename(&part, &dst).unwrap();
+        }
         dst
     })
     .clone()
