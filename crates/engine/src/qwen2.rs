@@ -65,11 +65,10 @@ impl Linear {
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         let y = match &self.weight {
             Weights::KQuant(w) => w.forward(x)?,
-            Weights::Candle(QMatMul::QTensor(q)) if q.dtype() == GgmlDType::Q6K && x.dim(0)? == 1 => {
+            Weights::Candle(w @ QMatMul::QTensor(q)) if q.dtype() == GgmlDType::Q6K && x.dim(0)? == 1 => {
                 // candle multiplies one row by Q6_K weights with another kernel than several
                 // rows, and the two round differently: a lone row is paired with itself so a
                 // sequence's output never depends on whether others share its step.
-                let w = QMatMul::QTensor(q.clone());
                 w.forward(&Tensor::cat(&[x, x], 0)?)?.narrow(0, 0, 1)?
             }
             Weights::Candle(w) => w.forward(x)?,

@@ -5,8 +5,9 @@
 use super::{scale_min_k4, Q8K, Q4K_BYTES, Q6K_BYTES};
 use std::arch::x86_64::*;
 
+/// The f16 at `p` (unaligned), as f32. Shared by the x86 kernels.
 #[inline(always)]
-unsafe fn f16_ptr(p: *const u8) -> f32 {
+pub(super) unsafe fn f16_ptr(p: *const u8) -> f32 {
     _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(std::ptr::read_unaligned(p as *const u16) as i32)))
 }
 

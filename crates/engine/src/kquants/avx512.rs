@@ -3,6 +3,7 @@
 //! weight row against `R` activation rows, each row's arithmetic independent of `R`.
 
 use super::{Q8K, Q4K_BYTES, Q6K_BYTES};
+use super::avx2::f16_ptr;
 use std::arch::x86_64::*;
 
 pub fn supported() -> bool {
@@ -12,11 +13,6 @@ pub fn supported() -> bool {
         && is_x86_feature_detected!("avx512vnni")
         && is_x86_feature_detected!("fma")
         && is_x86_feature_detected!("f16c")
-}
-
-#[inline(always)]
-unsafe fn f16_ptr(p: *const u8) -> f32 {
-    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(std::ptr::read_unaligned(p as *const u16) as i32)))
 }
 
 /// Lane indices that spread i16 scales over a 64-byte register: `W` lanes each, from `first`.

@@ -9,6 +9,7 @@
 //! width as from the row kernels.
 
 use super::{avx512::q4k_scales_mins, Q8K, Q4K_BYTES, Q6K_BYTES, QK_K};
+use super::avx2::f16_ptr;
 use std::arch::x86_64::*;
 
 /// Up to `lanes` (8 or 16) quantized activation rows, interleaved four bytes at a time.
@@ -60,11 +61,6 @@ impl ActTile {
     pub fn lanes(&self) -> usize {
         self.lanes
     }
-}
-
-#[inline(always)]
-unsafe fn f16_ptr(p: *const u8) -> f32 {
-    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(std::ptr::read_unaligned(p as *const u16) as i32)))
 }
 
 /// A Q4_K super-block's 256 values (0..15) as bytes, in order.
