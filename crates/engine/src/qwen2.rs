@@ -37,8 +37,8 @@ impl Qwen2Config {
     }
 }
 
-/// The weights of a linear layer. K-quant blocks go through Ponder's own kernels, which read
-/// them in place (see [`crate::kquants`]); other formats and dense weights through candle.
+/// The weights of a linear layer. K-quant blocks go through Ponder's own kernels (see
+/// [`crate::kquants`]); other formats and dense weights through candle.
 #[derive(Debug, Clone)]
 enum Weights {
     KQuant(KQuantMatrix),
@@ -106,16 +106,42 @@ struct Layer {
 }
 
 /// Where the embedding rows come from. A quantized table is looked up row by row so that the
-/// f32 copy of a 151k-token vocabulary (~0.9 GiB for the 1.5B model) never exists.
+/// f32 copy of a 151k-token vocabulary (~0.9 GiB for the 1.5B model) never exists. A K-quant
+/// table is the same matrix the tied output projection multiplies by, held once.
 #[derive(Debug, Clone)]
 enum Embedding {
+    KQuant(KQuantMatrix),
     Quantized(Arc<QTensor>),
     Dense(Tensor),
 }
 
 impl Embedding {
+    /// The table from the file: packed for Ponder's kernels (the file's copy dropped right
+    /// away, before the layers load), kept quantized, or made dense if it is a float format.
+    fn new(table: QTensor, kernels: KQuantKernels, device: &Device) -> candle_core::Result<Self> {
+        let table = Arc::new(table);
+        if let Some(m) = KQuantMatrix::new(table.clone()).filter(|_| kernels == KQuantKernels::InPlace) {
+            return Ok(Embedding::KQuant(m));
+        }
+        Ok(if matches!(table.dtype(), GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16) {
+            Embedding::Dense(table.dequantize(device)?)
+        } else {
+            Embedding::Quantized(table)
+        })
+    }
+
+    /// The same table as an output projection (tied embeddings).
+    fn as_weights(&self, kernels: KQuantKernels) -> candle_core::Result<Weights> {
+        match self {
+            Embedding::KQuant(m) => Ok(Weights::KQuant(m.clone())),
+            Embedding::Quantized(q) => Weights::quantized(q.clone(), kernels),
+            Embedding::Dense(t) => Ok(Weights::Candle(QMatMul::Tensor(t.clone()))),
+        }
+    }
+
     fn forward(&self, ids: &Tensor) -> candle_core::Result<Tensor> {
         match self {
+            Embedding::KQuant(m) => m.rows(ids),
             Embedding::Quantized(q) => q.embedding(ids),
             Embedding::Dense(t) => t.index_select(ids, 0),
         }
@@ -177,11 +203,11 @@ impl Qwen2 {
             Ok(Linear { weight, bias })
         };
         let eps = config.rms_norm_eps as f32;
-        let embed_q = Arc::new(get("token_embd.weight")?);
+        let embed = Embedding::new(get("token_embd.weight")?, kernels, device)?;
         let output = match get("output.weight") {
             Ok(w) => Linear { weight: Weights::quantized(Arc::new(w), kernels)?, bias: None },
-            // Tied embeddings (the 0.5B model): the output projection reuses the table.
-            Err(_) => Linear { weight: Weights::quantized(embed_q.clone(), kernels)?, bias: None },
+            // Tied embeddings (both test models): the output projection reuses the table.
+            Err(_) => Linear { weight: embed.as_weights(kernels)?, bias: None },
         };
         let norm = RmsNorm { weight: dense(get("output_norm.weight")?)?, eps };
         let mut layers = Vec::with_capacity(config.num_layers);
@@ -199,11 +225,6 @@ impl Qwen2 {
                 down: linear(&mut get, &format!("{p}.ffn_down"), false)?,
             });
         }
-        let embed = if !matches!(embed_q.dtype(), GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16) {
-            Embedding::Quantized(embed_q)
-        } else {
-            Embedding::Dense(embed_q.dequantize(device)?)
-        };
         Self::assemble(config, embed, layers, norm, output, device)
     }
 

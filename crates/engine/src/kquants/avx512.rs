@@ -1,10 +1,18 @@
-//! AVX-512 (VNNI) kernels: the AVX2 kernels' arithmetic on 64-byte registers, with `vpdpwssd`
-//! folding the per-sub-block scale into the accumulation. Same contract as [`super::avx2`]: one
-//! weight row against `R` activation rows, each row's arithmetic independent of `R`.
+//! AVX-512 (VNNI) kernels over the packed layout ([`super::packed`]): sixteen weight rows, one
+//! per 32-bit lane, against up to four activation rows. Each `vpdpbusd` multiplies four bytes of
+//! every weight row with four activations broadcast to all lanes, so the sixteen outputs need
+//! no horizontal sums, and a sub-block's scale is a per-lane multiply of an exact integer sum.
+//!
+//! The float part is the reference's: per super-block and output, one exact integer sum (and
+//! one for Q4_K's minimums), turned into a float the same way, and added to one of two partial
+//! sums (even and odd blocks). So every output has the reference's bits, whatever the batch.
 
-use super::{Q8K, Q4K_BYTES, Q6K_BYTES};
-use super::avx2::f16_ptr;
+use super::packed::{Q4K_PACKED, Q6K_PACKED};
+use super::{Format, Q8K};
 use std::arch::x86_64::*;
+
+/// Activation rows per call: four rows' accumulators fill the registers.
+pub const MAX_ROWS: usize = 4;
 
 pub fn supported() -> bool {
     is_x86_feature_detected!("avx512f")
@@ -15,125 +23,154 @@ pub fn supported() -> bool {
         && is_x86_feature_detected!("f16c")
 }
 
-/// Lane indices that spread i16 scales over a 64-byte register: `W` lanes each, from `first`.
-const fn spread<const W: usize>(first: usize) -> [i16; 32] {
-    let mut idx = [0i16; 32];
-    let mut l = 0;
-    while l < 32 {
-        idx[l] = (first + l / W) as i16;
-        l += 1;
-    }
-    idx
-}
-static Q4K_SCALE_IDX: [[i16; 32]; 4] = [spread::<16>(0), spread::<16>(2), spread::<16>(4), spread::<16>(6)];
-static Q6K_SCALE_IDX: [[i16; 32]; 4] = [spread::<8>(0), spread::<8>(4), spread::<8>(8), spread::<8>(12)];
-
-#[inline(always)]
-unsafe fn load_idx(idx: &[i16; 32]) -> __m512i {
-    _mm512_loadu_si512(idx.as_ptr() as *const _)
+/// One activation row as these kernels read it: its blocks, and per block the sums that the
+/// formats' offsets multiply.
+pub struct ActRow<'a> {
+    q8: &'a [Q8K],
+    /// Q4_K: per block, four i32 that each hold the sums of 32 values of sub-blocks 2p and
+    /// 2p + 1 as two i16 (they fit: 32 × 128), for `vpdpwssd` with the minimums.
+    pairs: Vec<i32>,
+    /// Q6_K: per block, 32 × the sum of each 16 values (the stored values are q + 32).
+    offsets: Vec<i32>,
 }
 
-/// Unpacks Q4_K's twelve scale bytes into eight scales then eight minimums (ggml's `utmp`).
-#[inline(always)]
-pub(crate) fn q4k_scales_mins(scales: &[u8; 12]) -> [u32; 4] {
-    const K1: u32 = 0x3f3f_3f3f;
-    const K2: u32 = 0x0f0f_0f0f;
-    const K3: u32 = 0x0303_0303;
-    let w = |i: usize| u32::from_le_bytes([scales[4 * i], scales[4 * i + 1], scales[4 * i + 2], scales[4 * i + 3]]);
-    let (u0, u1, u2) = (w(0), w(1), w(2));
-    [u0 & K1, (u2 & K2) | (((u0 >> 6) & K3) << 4), u1 & K1, ((u2 >> 4) & K2) | (((u1 >> 6) & K3) << 4)]
-}
-
-/// # Safety
-/// The CPU must pass [`supported`]; `w` holds whole Q4_K blocks and every activation row at
-/// least as many Q8K blocks; `acts.len() == R == out.len()`.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-pub unsafe fn q4k<const R: usize>(w: &[u8], acts: &[&[Q8K]], out: &mut [f32]) {
-    let m4 = _mm512_set1_epi8(0x0F);
-    // The lower half of a register keeps the low nibbles, the upper half the high ones: with a
-    // 32-byte run loaded into both halves, that is two sub-blocks in the activations' order.
-    let nibble_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
-    let idx = [0, 1, 2, 3].map(|j| load_idx(&Q4K_SCALE_IDX[j]));
-    let mut acc = [[0f32; R]; 2];
-    for i in 0..w.len() / Q4K_BYTES {
-        let b = w.as_ptr().add(i * Q4K_BYTES);
-        let (d, dmin) = (f16_ptr(b), f16_ptr(b.add(2)));
-        let u = q4k_scales_mins(&*(b.add(4) as *const [u8; 12]));
-        // Eight scales then eight minimums, as 16-bit lanes.
-        let sm = _mm256_cvtepu8_epi16(_mm_set_epi32(u[3] as i32, u[2] as i32, u[1] as i32, u[0] as i32));
-        let mins = _mm256_extracti128_si256(sm, 1);
-        let sc = _mm512_castsi256_si512(sm);
-        let mut q = [_mm512_setzero_si512(); 4];
-        let mut s = [_mm512_setzero_si512(); 4];
-        for j in 0..4 {
-            let v = _mm512_broadcast_i64x4(_mm256_loadu_si256(b.add(16 + 32 * j) as *const __m256i));
-            q[j] = _mm512_and_si512(_mm512_srlv_epi16(v, nibble_shift), m4);
-            s[j] = _mm512_permutexvar_epi16(idx[j], sc);
-        }
-        for r in 0..R {
-            let a = acts[r].get_unchecked(i);
-            let mut isum = _mm512_setzero_si512();
-            for j in 0..4 {
-                let x = _mm512_loadu_si512(a.qs.as_ptr().add(64 * j) as *const _);
-                isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(q[j], x), s[j]);
+impl<'a> ActRow<'a> {
+    pub fn new(format: Format, q8: &'a [Q8K]) -> Self {
+        let (mut pairs, mut offsets) = (Vec::new(), Vec::new());
+        for b in q8 {
+            match format {
+                Format::Q4K => {
+                    let sum32 = |s: usize| (b.bsums[2 * s] + b.bsums[2 * s + 1]) as u16 as i32;
+                    pairs.extend((0..4).map(|p| sum32(2 * p) | (sum32(2 * p + 1) << 16)));
+                }
+                Format::Q6K => offsets.extend(b.bsums.iter().map(|&s| 32 * s as i32)),
             }
-            // Each minimum pairs with the sum of its 32 activations (two 16-value sums).
-            let bs = _mm256_loadu_si256(a.bsums.as_ptr() as *const __m256i);
-            let pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-            let m = _mm_madd_epi16(mins, pairs);
-            let m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0b01_00_11_10));
-            let m = _mm_cvtsi128_si32(_mm_add_epi32(m, _mm_shuffle_epi32(m, 0b10_11_00_01)));
-            acc[i & 1][r] += (m as f32).mul_add(-dmin * a.d, _mm512_reduce_add_epi32(isum) as f32 * (d * a.d));
+        }
+        Self { q8, pairs, offsets }
+    }
+}
+
+/// Four activations from `x`, in every lane.
+#[inline(always)]
+unsafe fn bcast(x: *const i8) -> __m512i {
+    _mm512_set1_epi32(std::ptr::read_unaligned(x as *const i32))
+}
+
+/// Sixteen packed Q4_K rows (`w`: their super-blocks in order) times `R` activation rows:
+/// `out[r][l]` is weight row `l` times activation row `r`.
+///
+/// # Safety
+/// The CPU must pass [`supported`]; `acts.len() == R <= out.len()`, each activation row at
+/// least as many blocks as `w` holds, and the rows were prepared for Q4_K.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub unsafe fn q4k<const R: usize>(w: &[u8], acts: &[ActRow], out: &mut [[f32; 16]]) {
+    debug_assert!(acts.len() == R && out.len() >= R);
+    let (lo_mask, hi_mask) = (_mm512_set1_epi8(0x0F), _mm512_set1_epi8(0xF0u8 as i8));
+    let mut acc = [[_mm512_setzero_ps(); R]; 2];
+    for i in 0..w.len() / Q4K_PACKED {
+        let p = w.as_ptr().add(i * Q4K_PACKED);
+        let x: [*const i8; R] = std::array::from_fn(|r| acts[r].q8.get_unchecked(i).qs.as_ptr());
+        // 16 × the exact sum: the high nibbles are multiplied where they are (as 16 × the
+        // value), which saves a shift per load; the low nibbles' scales are 16 × to match.
+        let mut isum16 = [_mm512_setzero_si512(); R];
+        for c in 0..4 {
+            // Chunk c: low nibbles are sub-block 2c, high nibbles 2c + 1.
+            let (mut lo, mut hi) = ([_mm512_setzero_si512(); R], [_mm512_setzero_si512(); R]);
+            for g in 0..8 {
+                let v = _mm512_loadu_si512(p.add(64 * (8 * c + g)) as *const _);
+                let (vl, vh) = (_mm512_and_si512(v, lo_mask), _mm512_and_si512(v, hi_mask));
+                for r in 0..R {
+                    lo[r] = _mm512_dpbusd_epi32(lo[r], vl, bcast(x[r].add(64 * c + 4 * g)));
+                    hi[r] = _mm512_dpbusd_epi32(hi[r], vh, bcast(x[r].add(64 * c + 32 + 4 * g)));
+                }
+            }
+            let scale = |s: usize| _mm512_cvtepu8_epi32(_mm_loadu_si128(p.add(2048 + 16 * s) as *const _));
+            let (s_lo, s_hi) = (_mm512_slli_epi32(scale(2 * c), 4), scale(2 * c + 1));
+            for r in 0..R {
+                let both = _mm512_add_epi32(_mm512_mullo_epi32(lo[r], s_lo), _mm512_mullo_epi32(hi[r], s_hi));
+                isum16[r] = _mm512_add_epi32(isum16[r], both);
+            }
+        }
+        let mut msum = [_mm512_setzero_si512(); R];
+        for q in 0..4 {
+            let mins = _mm512_cvtepu8_epi16(_mm256_loadu_si256(p.add(2176 + 32 * q) as *const _));
+            for r in 0..R {
+                let sums = _mm512_set1_epi32(*acts[r].pairs.get_unchecked(4 * i + q));
+                msum[r] = _mm512_dpwssd_epi32(msum[r], mins, sums);
+            }
+        }
+        let d = _mm512_cvtph_ps(_mm256_loadu_si256(p.add(2304) as *const _));
+        let dmin = _mm512_cvtph_ps(_mm256_loadu_si256(p.add(2336) as *const _));
+        for r in 0..R {
+            let ad = _mm512_set1_ps(acts[r].q8.get_unchecked(i).d);
+            let isum = _mm512_cvtepi32_ps(_mm512_srai_epi32(isum16[r], 4));
+            let v = _mm512_mul_ps(isum, _mm512_mul_ps(d, ad));
+            let v = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum[r]), _mm512_mul_ps(dmin, ad), v);
+            acc[i & 1][r] = _mm512_add_ps(acc[i & 1][r], v);
         }
     }
     for r in 0..R {
-        out[r] = acc[0][r] + acc[1][r];
+        _mm512_storeu_ps(out[r].as_mut_ptr(), _mm512_add_ps(acc[0][r], acc[1][r]));
     }
 }
 
+/// As [`q4k`], for packed Q6_K rows.
+///
 /// # Safety
-/// As [`q4k`], for Q6_K blocks.
+/// As [`q4k`], with the rows prepared for Q6_K.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-pub unsafe fn q6k<const R: usize>(w: &[u8], acts: &[&[Q8K]], out: &mut [f32]) {
-    let m4 = _mm512_set1_epi8(0x0F);
-    let m3 = _mm512_set1_epi8(3);
-    // Two high bits per value come from one qh byte, at shifts 0/2 (values 0..64 of a half)
-    // and 4/6 (values 64..128).
-    let shift_a = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
-    let shift_b = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
-    let idx = [0, 1, 2, 3].map(|j| load_idx(&Q6K_SCALE_IDX[j]));
-    let mut acc = [[0f32; R]; 2];
-    for i in 0..w.len() / Q6K_BYTES {
-        let b = w.as_ptr().add(i * Q6K_BYTES);
-        let sc8 = _mm_loadu_si128(b.add(192) as *const __m128i);
-        let sc16y = _mm256_cvtepi8_epi16(sc8);
-        let sc16 = _mm512_castsi256_si512(sc16y);
-        let d = f16_ptr(b.add(208));
-        let mut q = [_mm512_setzero_si512(); 4];
+pub unsafe fn q6k<const R: usize>(w: &[u8], acts: &[ActRow], out: &mut [[f32; 16]]) {
+    debug_assert!(acts.len() == R && out.len() >= R);
+    let (m4, m30) = (_mm512_set1_epi8(0x0F), _mm512_set1_epi8(0x30));
+    let mut acc = [[_mm512_setzero_ps(); R]; 2];
+    for i in 0..w.len() / Q6K_PACKED {
+        let p = w.as_ptr().add(i * Q6K_PACKED);
+        let x: [*const i8; R] = std::array::from_fn(|r| acts[r].q8.get_unchecked(i).qs.as_ptr());
+        let mut isum = [_mm512_setzero_si512(); R];
+        // ggml's order: halves n of 128 values, each four runs k of 32 that take their low
+        // bits from ql (dwords 16n + g, then 16n + 8 + g; low then high nibbles) and two high
+        // bits from qh (dword 8n + g, bits 2k). Run k's values 0..16 and 16..32 (h) are
+        // sub-blocks 8n + 2k + h, each with its own scale.
         for n in 0..2 {
-            let ql = _mm512_loadu_si512(b.add(64 * n) as *const _);
-            let qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(b.add(128 + 32 * n) as *const __m256i));
-            let ha = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift_a), m3), 4);
-            let hb = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift_b), m3), 4);
-            q[2 * n] = _mm512_or_si512(_mm512_and_si512(ql, m4), ha);
-            q[2 * n + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), hb);
-        }
-        let s = [0, 1, 2, 3].map(|j| _mm512_permutexvar_epi16(idx[j], sc16));
-        for r in 0..R {
-            let a = acts[r].get_unchecked(i);
-            let mut isum = _mm512_setzero_si512();
-            for j in 0..4 {
-                let x = _mm512_loadu_si512(a.qs.as_ptr().add(64 * j) as *const _);
-                isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(q[j], x), s[j]);
+            for h in 0..2 {
+                let mut dot = [[_mm512_setzero_si512(); R]; 4];
+                for g in 4 * h..4 * h + 4 {
+                    let l0 = _mm512_loadu_si512(p.add(64 * (16 * n + g)) as *const _);
+                    let l1 = _mm512_loadu_si512(p.add(64 * (16 * n + 8 + g)) as *const _);
+                    let hb = _mm512_loadu_si512(p.add(2048 + 64 * (8 * n + g)) as *const _);
+                    let join = |low: __m512i, high: __m512i| {
+                        _mm512_or_si512(_mm512_and_si512(low, m4), _mm512_and_si512(high, m30))
+                    };
+                    let v = [
+                        join(l0, _mm512_slli_epi16(hb, 4)),
+                        join(l1, _mm512_slli_epi16(hb, 2)),
+                        join(_mm512_srli_epi16(l0, 4), hb),
+                        join(_mm512_srli_epi16(l1, 4), _mm512_srli_epi16(hb, 2)),
+                    ];
+                    for r in 0..R {
+                        for k in 0..4 {
+                            dot[k][r] = _mm512_dpbusd_epi32(dot[k][r], v[k], bcast(x[r].add(128 * n + 32 * k + 4 * g)));
+                        }
+                    }
+                }
+                for (k, dot) in dot.iter().enumerate() {
+                    let s = 8 * n + 2 * k + h;
+                    let scale = _mm512_cvtepi8_epi32(_mm_loadu_si128(p.add(3072 + 16 * s) as *const _));
+                    for r in 0..R {
+                        let offset = _mm512_set1_epi32(*acts[r].offsets.get_unchecked(16 * i + s));
+                        isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(_mm512_sub_epi32(dot[r], offset), scale));
+                    }
+                }
             }
-            // The stored values are q + 32: take 32 · Σ scale · (sum of 16 activations) back off.
-            let bs = _mm256_loadu_si256(a.bsums.as_ptr() as *const __m256i);
-            let offset = _mm512_zextsi256_si512(_mm256_slli_epi32(_mm256_madd_epi16(sc16y, bs), 5));
-            let total = _mm512_sub_epi32(isum, offset);
-            acc[i & 1][r] += _mm512_reduce_add_epi32(total) as f32 * (d * a.d);
+        }
+        let d = _mm512_cvtph_ps(_mm256_loadu_si256(p.add(3328) as *const _));
+        for r in 0..R {
+            let ad = _mm512_set1_ps(acts[r].q8.get_unchecked(i).d);
+            let v = _mm512_mul_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_mul_ps(d, ad));
+            acc[i & 1][r] = _mm512_add_ps(acc[i & 1][r], v);
         }
     }
     for r in 0..R {
-        out[r] = acc[0][r] + acc[1][r];
+        _mm512_storeu_ps(out[r].as_mut_ptr(), _mm512_add_ps(acc[0][r], acc[1][r]));
     }
 }
