@@ -35,5 +35,37 @@ fn products(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, products);
+/// One decoding row through the up projections of all 28 layers in turn (216 MB of weights,
+/// more than the caches hold): what single-stream decoding asks of memory bandwidth.
+fn from_memory(c: &mut Criterion) {
+    ponder_engine::set_threads(2);
+    let dir = std::env::var("PONDER_TEST_MODELS")
+        .unwrap_or_else(|_| format!("{}/.cache/ponder/test-models", std::env::var("HOME").unwrap()));
+    let path = format!("{dir}/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf");
+    let mut f = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e} (run `make setup`)"));
+    let ct = gguf_file::Content::read(&mut f).unwrap();
+    let layers: Vec<Arc<_>> = (0..28).map(|i| Arc::new(ct.tensor(&mut f, &format!("blk.{i}.ffn_up.weight"), &Device::Cpu).unwrap())).collect();
+    let ours: Vec<KQuantMatrix> = layers.iter().map(|q| KQuantMatrix::new(q.clone()).unwrap()).collect();
+    let candle: Vec<QMatMul> = layers.iter().map(|q| QMatMul::from_arc(q.clone()).unwrap()).collect();
+    let x = Tensor::from_vec((0..1536).map(|i| (i * 7919 % 1000) as f32 / 500.0 - 1.0).collect::<Vec<f32>>(), (1, 1536), &Device::Cpu).unwrap();
+    let bytes: usize = layers.iter().map(|q| q.storage_size_in_bytes()).sum();
+    let mut g = c.benchmark_group("ffn_up of 28 layers, one row");
+    g.sample_size(20);
+    g.throughput(Throughput::Bytes(bytes as u64));
+    g.bench_function("ponder", |b| b.iter(|| ours.iter().map(|w| w.forward(&x).unwrap()).count()));
+    g.bench_function("candle", |b| b.iter(|| candle.iter().map(|w| w.forward(&x).unwrap()).count()));
+    g.finish();
+    // The tied output projection: the largest matrix (Q6_K, 191 MB), read once per token.
+    let table = Arc::new(ct.tensor(&mut f, "token_embd.weight", &Device::Cpu).unwrap());
+    let ours = KQuantMatrix::new(table.clone()).unwrap();
+    let candle = QMatMul::from_arc(table.clone()).unwrap();
+    let mut g = c.benchmark_group(format!("output projection {:?}, one row", table.dtype()));
+    g.sample_size(10);
+    g.throughput(Throughput::Bytes(table.storage_size_in_bytes() as u64));
+    g.bench_function("ponder", |b| b.iter(|| ours.forward(&x).unwrap()));
+    g.bench_function("candle", |b| b.iter(|| candle.forward(&x).unwrap()));
+    g.finish();
+}
+
+criterion_group!(benches, products, from_memory);
 criterion_main!(benches);

@@ -121,7 +121,8 @@ pub unsafe fn q4k<const R: usize>(w: &[u8], acts: &[ActRow], out: &mut [[f32; 16
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 pub unsafe fn q6k<const R: usize>(w: &[u8], acts: &[ActRow], out: &mut [[f32; 16]]) {
     debug_assert!(acts.len() == R && out.len() >= R);
-    let (m4, m30) = (_mm512_set1_epi8(0x0F), _mm512_set1_epi8(0x30));
+    let m4 = _mm512_set1_epi8(0x0F);
+    let (even_pairs, odd_pairs) = (_mm512_set1_epi8(0x33), _mm512_set1_epi8(0xCCu8 as i8));
     let mut acc = [[_mm512_setzero_ps(); R]; 2];
     for i in 0..w.len() / Q6K_PACKED {
         let p = w.as_ptr().add(i * Q6K_PACKED);
@@ -138,14 +139,16 @@ pub unsafe fn q6k<const R: usize>(w: &[u8], acts: &[ActRow], out: &mut [[f32; 16
                     let l0 = _mm512_loadu_si512(p.add(64 * (16 * n + g)) as *const _);
                     let l1 = _mm512_loadu_si512(p.add(64 * (16 * n + 8 + g)) as *const _);
                     let hb = _mm512_loadu_si512(p.add(2048 + 64 * (8 * n + g)) as *const _);
-                    let join = |low: __m512i, high: __m512i| {
-                        _mm512_or_si512(_mm512_and_si512(low, m4), _mm512_and_si512(high, m30))
-                    };
+                    // Runs 0 and 2 take bits 0-1 and 4-5 of qh, runs 1 and 3 bits 2-3 and 6-7:
+                    // with the other pairs cleared, each run's two bits shift to bits 4-5 with
+                    // zeros above, and one `vpternlogd` takes bits 0-3 from ql and 4-7 from qh.
+                    let (h02, h13) = (_mm512_and_si512(hb, even_pairs), _mm512_and_si512(hb, odd_pairs));
+                    let join = |low: __m512i, high: __m512i| _mm512_ternarylogic_epi32::<0xCA>(m4, low, high);
                     let v = [
-                        join(l0, _mm512_slli_epi16(hb, 4)),
-                        join(l1, _mm512_slli_epi16(hb, 2)),
-                        join(_mm512_srli_epi16(l0, 4), hb),
-                        join(_mm512_srli_epi16(l1, 4), _mm512_srli_epi16(hb, 2)),
+                        join(l0, _mm512_slli_epi16(h02, 4)),
+                        join(l1, _mm512_slli_epi16(h13, 2)),
+                        join(_mm512_srli_epi16(l0, 4), h02),
+                        join(_mm512_srli_epi16(l1, 4), _mm512_srli_epi16(h13, 2)),
                     ];
                     for r in 0..R {
                         for k in 0..4 {
