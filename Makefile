@@ -48,12 +48,12 @@ fuzz:
 	  RUSTC_BOOTSTRAP=1 cargo fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) || exit 1; done
 
 # Engine speed on the 1.5B test model with 2 threads (medians of 3 runs), as JSON: once with
-# candle's K-quant kernels (the baseline), once with Ponder's in-place ones; then the kernels
+# candle's K-quant kernels (the baseline), once with Ponder's (the default); then the kernels
 # alone on real weights (criterion).
 bench: setup
 	$(CARGO) build --release -p ponder-cli
 	$(TARGET_DIR)/release/ponder --threads 2 --model $(PONDER_TEST_MODELS)/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf bench --json --kernels candle
-	$(TARGET_DIR)/release/ponder --threads 2 --model $(PONDER_TEST_MODELS)/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf bench --json --kernels in-place
+	$(TARGET_DIR)/release/ponder --threads 2 --model $(PONDER_TEST_MODELS)/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf bench --json --kernels ponder
 	$(CARGO) bench -p ponder-engine --bench kquants
 
 clean:

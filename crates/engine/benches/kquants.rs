@@ -1,4 +1,4 @@
-//! K-quant matrix products on real weights of the 1.5B test model: Ponder's in-place kernels
+//! K-quant matrix products on real weights of the 1.5B test model: Ponder's kernels (weights packed at load)
 //! against candle's (which repack the weights on first use), at the row counts the engine
 //! sees: one decoding sequence, batches of 4, 8 and 16, and a prompt chunk of 64.
 //!

@@ -38,7 +38,7 @@ pub struct AggregatePoint {
 pub struct BenchReport {
     pub model: String,
     pub threads: usize,
-    /// Which code multiplied the K-quant weights ("Candle" or "InPlace").
+    /// Which code multiplied the K-quant weights ("Ponder" or "Candle").
     pub kernels: String,
     pub runs: usize,
     pub load_s: f64,

@@ -44,13 +44,14 @@ pub struct LoadOptions {
 /// Which code multiplies K-quant (Q4_K, Q6_K) weights.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum KQuantKernels {
-    /// candle's, which repack the weights on first use: today the fastest for batches and
-    /// prompts, at the cost of a second copy of those weights in memory.
+    /// Ponder's ([`crate::kquants`]): weights packed once at load into a copy of the same size
+    /// (the file's dropped), the same bits for a sequence whatever its batch, and about twice
+    /// candle's speed reading weights from memory (single-stream decoding).
     #[default]
+    Ponder,
+    /// candle's, which repack the weights on first use into a second, larger copy next to the
+    /// file's: the baseline `ponder bench` compares against.
     Candle,
-    /// Ponder's ([`crate::kquants`]), which read the file's blocks in place: less memory,
-    /// faster single-stream decoding, and the same bits for a sequence whatever its batch.
-    InPlace,
 }
 
 pub fn load(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {

@@ -47,7 +47,7 @@ enum Weights {
 
 impl Weights {
     fn quantized(q: Arc<QTensor>, kernels: KQuantKernels) -> candle_core::Result<Self> {
-        match KQuantMatrix::new(q.clone()).filter(|_| kernels == KQuantKernels::InPlace) {
+        match KQuantMatrix::new(q.clone()).filter(|_| kernels == KQuantKernels::Ponder) {
             Some(m) => Ok(Self::KQuant(m)),
             None => Ok(Self::Candle(QMatMul::from_arc(q)?)),
         }
@@ -120,7 +120,7 @@ impl Embedding {
     /// away, before the layers load), kept quantized, or made dense if it is a float format.
     fn new(table: QTensor, kernels: KQuantKernels, device: &Device) -> candle_core::Result<Self> {
         let table = Arc::new(table);
-        if let Some(m) = KQuantMatrix::new(table.clone()).filter(|_| kernels == KQuantKernels::InPlace) {
+        if let Some(m) = KQuantMatrix::new(table.clone()).filter(|_| kernels == KQuantKernels::Ponder) {
             return Ok(Embedding::KQuant(m));
         }
         Ok(if matches!(table.dtype(), GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16) {

@@ -50,7 +50,7 @@ fn check(name: &str) {
     common::threads();
     let path = common::model(name);
     let load = |kernels| ponder_engine::load(&path, &LoadOptions { kernels, ..Default::default() }).unwrap();
-    let (with_candle, in_place) = (load(KQuantKernels::Candle), load(KQuantKernels::InPlace));
+    let (with_candle, ponders) = (load(KQuantKernels::Candle), load(KQuantKernels::Ponder));
     let prompt = with_candle
         .template
         .render(&[Message::user("What is the sum of the first 10 odd numbers? Explain briefly.")])
@@ -59,7 +59,7 @@ fn check(name: &str) {
     let mut stock = stock_model(&path, false);
     let mut exact = stock_model(&path, true);
 
-    let mut caches = [with_candle.model.new_cache(), in_place.model.new_cache()];
+    let mut caches = [with_candle.model.new_cache(), ponders.model.new_cache()];
     let mut input = tokens.clone();
     let mut pos = 0;
     let (mut sum_ours, mut sum_stock) = ([0f32; 2], 0f32);
@@ -68,7 +68,7 @@ fn check(name: &str) {
         let theirs = stock.forward(&x, pos).unwrap().squeeze(0).unwrap().to_vec1::<f32>().unwrap();
         let truth = exact.forward(&x, pos).unwrap().squeeze(0).unwrap().to_vec1::<f32>().unwrap();
         let stock_exact = rel_err(&theirs, &truth);
-        for (model, cache) in [&with_candle.model, &in_place.model].into_iter().zip(caches.iter_mut()) {
+        for (model, cache) in [&with_candle.model, &ponders.model].into_iter().zip(caches.iter_mut()) {
             let ours = model
                 .forward(&mut [StepInput { tokens: &input, cache, want_logits: true }])
                 .unwrap()
@@ -78,14 +78,14 @@ fn check(name: &str) {
                 .to_vec1::<f32>()
                 .unwrap();
             let (vs_stock, ours_exact) = (rel_err(&ours, &theirs), rel_err(&ours, &truth));
-            let kind = if std::ptr::eq(model, &with_candle.model) { "candle kernels" } else { "in-place kernels" };
+            let kind = if std::ptr::eq(model, &with_candle.model) { "candle kernels" } else { "Ponder's kernels" };
             println!("{name} {kind} step {step}: vs stock {vs_stock:.2e}; vs exact {ours_exact:.2e}, stock {stock_exact:.2e}");
             assert!(vs_stock < 4e-2, "{name} {kind} step {step}: {vs_stock} from the stock model");
             assert!(
                 ours_exact < 1.5 * stock_exact,
                 "{name} {kind} step {step}: {ours_exact} from the exact forward, the stock model {stock_exact}"
             );
-            sum_ours[usize::from(kind == "in-place kernels")] += ours_exact;
+            sum_ours[usize::from(kind == "Ponder's kernels")] += ours_exact;
         }
         sum_stock += stock_exact;
         pos += input.len();

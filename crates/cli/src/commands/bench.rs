@@ -17,8 +17,8 @@ pub struct Args {
     /// Concurrent sequences for the aggregate measurement (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16")]
     batch: Vec<usize>,
-    /// Which code multiplies K-quant weights: candle's (repacked) or Ponder's (in place).
-    #[arg(long, value_enum, default_value_t = Kernels::Candle)]
+    /// Which code multiplies K-quant weights: Ponder's, or candle's (the baseline).
+    #[arg(long, value_enum, default_value_t = Kernels::Ponder)]
     kernels: Kernels,
     /// Tokens in each of the 8 contexts held at the end, for the memory figure (0 skips it).
     #[arg(long, default_value_t = 4096)]
@@ -27,8 +27,8 @@ pub struct Args {
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum Kernels {
+    Ponder,
     Candle,
-    InPlace,
 }
 
 pub fn run(args: Args, model: Option<PathBuf>, threads: usize) -> Result<()> {
@@ -36,7 +36,7 @@ pub fn run(args: Args, model: Option<PathBuf>, threads: usize) -> Result<()> {
     let opts = BenchOptions { runs: args.runs.max(1), decode_tokens: args.decode_tokens, batch_sizes: args.batch,
         kernels: match args.kernels {
             Kernels::Candle => KQuantKernels::Candle,
-            Kernels::InPlace => KQuantKernels::InPlace,
+            Kernels::Ponder => KQuantKernels::Ponder,
         },
         memory_context: args.memory_context,
         ..Default::default()
