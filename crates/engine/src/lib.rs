@@ -14,6 +14,7 @@ pub mod gguf_edit;
 pub mod kquants;
 pub mod kv_cache;
 pub mod model;
+mod parallel;
 pub mod qwen2;
 pub mod request;
 pub mod sampler;

@@ -10,7 +10,7 @@ use crate::kquants::KQuantMatrix;
 use crate::model::KQuantKernels;
 use crate::attention;
 use crate::kv_cache::{LayerCache, SeqCache};
-use rayon::prelude::*;
+use crate::parallel;
 use candle_core::quantized::{gguf_file, GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 use std::sync::Arc;
@@ -334,33 +334,37 @@ impl Qwen2 {
                 spans.push((offset, len));
                 offset += len;
             }
-            // Decoding rows attend straight from their caches, in parallel; prompt chunks go
-            // through tensor matmuls.
-            let outs = inputs
-                .par_iter()
-                .zip(&spans)
-                .filter(|(_, (_, len))| *len > 0)
-                .map(|(s, &(offset, len))| {
-                    let cache = s.cache.layer(li);
-                    let ctx = s.cache.len() + len;
-                    if len == 1 {
-                        let q_s = rows(&qv, nh, total, hd, offset, 1);
-                        let y = attention::decode(&q_s, cache, ctx, nh, nkv, hd);
-                        return Tensor::from_vec(y, (1, nh * hd), &self.device);
-                    }
-                    let history = |part: fn(&LayerCache, usize, usize, usize, &mut Vec<f32>)| {
-                        let mut all = Vec::with_capacity(nkv * ctx * hd);
-                        let mut head = Vec::new();
-                        for g in 0..nkv {
-                            part(cache, g, hd, ctx, &mut head);
-                            all.extend_from_slice(&head);
-                        }
-                        Tensor::from_vec(all, (nkv, ctx, hd), &self.device)
-                    };
-                    let (k_all, v_all) = (history(LayerCache::keys_into)?, history(LayerCache::values_into)?);
-                    attention(&q.narrow(1, offset, len)?, &k_all, &v_all, nh, nkv, hd)
+            // Decoding rows attend straight from their caches, in parallel (plain code); prompt
+            // chunks go through tensor operations, one sequence at a time.
+            let decoded = parallel::map(inputs.len(), |i| {
+                let ((offset, len), s) = (spans[i], &inputs[i]);
+                (len == 1).then(|| {
+                    let q_s = rows(&qv, nh, total, hd, offset, 1);
+                    attention::decode(&q_s, s.cache.layer(li), s.cache.len() + 1, nh, nkv, hd)
                 })
-                .collect::<Result<Vec<_>>>()?;
+            });
+            let mut outs = Vec::with_capacity(inputs.len());
+            for ((s, &(offset, len)), decoded) in inputs.iter().zip(&spans).zip(decoded) {
+                if let Some(y) = decoded {
+                    outs.push(Tensor::from_vec(y, (1, nh * hd), &self.device)?);
+                    continue;
+                }
+                if len == 0 {
+                    continue;
+                }
+                let (cache, ctx) = (s.cache.layer(li), s.cache.len() + len);
+                let history = |part: fn(&LayerCache, usize, usize, usize, &mut Vec<f32>)| {
+                    let mut all = Vec::with_capacity(nkv * ctx * hd);
+                    let mut head = Vec::new();
+                    for g in 0..nkv {
+                        part(cache, g, hd, ctx, &mut head);
+                        all.extend_from_slice(&head);
+                    }
+                    Tensor::from_vec(all, (nkv, ctx, hd), &self.device)
+                };
+                let (k_all, v_all) = (history(LayerCache::keys_into)?, history(LayerCache::values_into)?);
+                outs.push(attention(&q.narrow(1, offset, len)?, &k_all, &v_all, nh, nkv, hd)?);
+            }
             let attn = Tensor::cat(&outs, 0)?; // (T, nh*hd)
             let x1 = (layer.o.forward(&attn)? + residual)?;
             let h = layer.ffn_norm.forward(&x1)?;

@@ -50,6 +50,101 @@ impl<'a> ActRow<'a> {
     }
 }
 
+/// Where the kernels read a super-block's weight values: packed blocks, unpacked as they go
+/// (few activation rows), or a group already unpacked to one byte per value by [`unpack`] (many
+/// rows: the unpacking is then done once, not once per four activation rows).
+pub trait Source {
+    const UNPACKED: bool;
+}
+pub struct Packed;
+pub struct Unpacked;
+impl Source for Packed {
+    const UNPACKED: bool = false;
+}
+impl Source for Unpacked {
+    const UNPACKED: bool = true;
+}
+
+/// Bytes of one super-block of sixteen rows, and where its scales (and what follows) start.
+const fn layout<S: Source>(format: Format) -> (usize, usize) {
+    match (format, S::UNPACKED) {
+        (Format::Q4K, false) => (Q4K_PACKED, 2048),
+        (Format::Q6K, false) => (Q6K_PACKED, 3072),
+        (Format::Q4K, true) => (4096 + Q4K_PACKED - 2048, 4096),
+        (Format::Q6K, true) => (4096 + Q6K_PACKED - 3072, 4096),
+    }
+}
+
+/// Q4_K chunk `c`, load group `g`: the low nibbles (sub-block 2c) and the high nibbles as
+/// they sit (16 × sub-block 2c + 1's values), four bytes per row.
+#[inline(always)]
+unsafe fn q4k_values<S: Source>(p: *const u8, c: usize, g: usize) -> (__m512i, __m512i) {
+    if S::UNPACKED {
+        let at = p.add(128 * (8 * c + g));
+        return (_mm512_loadu_si512(at as *const _), _mm512_loadu_si512(at.add(64) as *const _));
+    }
+    let v = _mm512_loadu_si512(p.add(64 * (8 * c + g)) as *const _);
+    (_mm512_and_si512(v, _mm512_set1_epi8(0x0F)), _mm512_and_si512(v, _mm512_set1_epi8(0xF0u8 as i8)))
+}
+
+/// Q6_K half `n`, load group `g`: the values (q + 32) of runs 0..4, four bytes per row.
+#[inline(always)]
+unsafe fn q6k_values<S: Source>(p: *const u8, n: usize, g: usize) -> [__m512i; 4] {
+    if S::UNPACKED {
+        let at = p.add(256 * (8 * n + g));
+        return std::array::from_fn(|k| _mm512_loadu_si512(at.add(64 * k) as *const _));
+    }
+    // ggml's order: runs k take their low bits from ql (dwords 16n + g, then 16n + 8 + g; low
+    // then high nibbles) and two high bits from qh (dword 8n + g, bits 2k).
+    let l0 = _mm512_loadu_si512(p.add(64 * (16 * n + g)) as *const _);
+    let l1 = _mm512_loadu_si512(p.add(64 * (16 * n + 8 + g)) as *const _);
+    let hb = _mm512_loadu_si512(p.add(2048 + 64 * (8 * n + g)) as *const _);
+    // Runs 0 and 2 take bits 0-1 and 4-5 of qh, runs 1 and 3 bits 2-3 and 6-7: with the other
+    // pairs cleared, each run's two bits shift to bits 4-5 with zeros above, and one
+    // `vpternlogd` takes bits 0-3 from ql and 4-7 from qh.
+    let h02 = _mm512_and_si512(hb, _mm512_set1_epi8(0x33));
+    let h13 = _mm512_and_si512(hb, _mm512_set1_epi8(0xCCu8 as i8));
+    let join = |low: __m512i, high: __m512i| _mm512_ternarylogic_epi32::<0xCA>(_mm512_set1_epi8(0x0F), low, high);
+    [
+        join(l0, _mm512_slli_epi16(h02, 4)),
+        join(l1, _mm512_slli_epi16(h13, 2)),
+        join(_mm512_srli_epi16(l0, 4), h02),
+        join(_mm512_srli_epi16(l1, 4), _mm512_srli_epi16(h13, 2)),
+    ]
+}
+
+/// A packed group of `format` super-blocks with its values unpacked to bytes (what
+/// [`Unpacked`] reads), into `out`.
+///
+/// # Safety
+/// The CPU must pass [`supported`]; `w` holds whole packed super-blocks.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub unsafe fn unpack(format: Format, w: &[u8], out: &mut Vec<u8>) {
+    let ((from, meta), (to, _)) = (layout::<Packed>(format), layout::<Unpacked>(format));
+    let blocks = w.len() / from;
+    out.resize(blocks * to, 0);
+    for i in 0..blocks {
+        let (p, q) = (w.as_ptr().add(i * from), out.as_mut_ptr().add(i * to));
+        match format {
+            Format::Q4K => {
+                for j in 0..32 {
+                    let (lo, hi) = q4k_values::<Packed>(p, j / 8, j % 8);
+                    _mm512_storeu_si512(q.add(128 * j) as *mut _, lo);
+                    _mm512_storeu_si512(q.add(128 * j + 64) as *mut _, hi);
+                }
+            }
+            Format::Q6K => {
+                for j in 0..16 {
+                    for (k, v) in q6k_values::<Packed>(p, j / 8, j % 8).into_iter().enumerate() {
+                        _mm512_storeu_si512(q.add(256 * j + 64 * k) as *mut _, v);
+                    }
+                }
+            }
+        }
+        std::ptr::copy_nonoverlapping(p.add(meta), q.add(4096), from - meta);
+    }
+}
+
 /// Four activations from `x`, in every lane.
 #[inline(always)]
 unsafe fn bcast(x: *const i8) -> __m512i {
@@ -63,12 +158,12 @@ unsafe fn bcast(x: *const i8) -> __m512i {
 /// The CPU must pass [`supported`]; `acts.len() == R <= out.len()`, each activation row at
 /// least as many blocks as `w` holds, and the rows were prepared for Q4_K.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-pub unsafe fn q4k<const R: usize>(w: &[u8], acts: &[ActRow], out: &mut [[f32; 16]]) {
+pub unsafe fn q4k<const R: usize, S: Source>(w: &[u8], acts: &[ActRow], out: &mut [[f32; 16]]) {
     debug_assert!(acts.len() == R && out.len() >= R);
-    let (lo_mask, hi_mask) = (_mm512_set1_epi8(0x0F), _mm512_set1_epi8(0xF0u8 as i8));
+    let (block, meta) = layout::<S>(Format::Q4K);
     let mut acc = [[_mm512_setzero_ps(); R]; 2];
-    for i in 0..w.len() / Q4K_PACKED {
-        let p = w.as_ptr().add(i * Q4K_PACKED);
+    for i in 0..w.len() / block {
+        let p = w.as_ptr().add(i * block);
         let x: [*const i8; R] = std::array::from_fn(|r| acts[r].q8.get_unchecked(i).qs.as_ptr());
         // 16 × the exact sum: the high nibbles are multiplied where they are (as 16 × the
         // value), which saves a shift per load; the low nibbles' scales are 16 × to match.
@@ -77,14 +172,13 @@ pub unsafe fn q4k<const R: usize>(w: &[u8], acts: &[ActRow], out: &mut [[f32; 16
             // Chunk c: low nibbles are sub-block 2c, high nibbles 2c + 1.
             let (mut lo, mut hi) = ([_mm512_setzero_si512(); R], [_mm512_setzero_si512(); R]);
             for g in 0..8 {
-                let v = _mm512_loadu_si512(p.add(64 * (8 * c + g)) as *const _);
-                let (vl, vh) = (_mm512_and_si512(v, lo_mask), _mm512_and_si512(v, hi_mask));
+                let (vl, vh) = q4k_values::<S>(p, c, g);
                 for r in 0..R {
                     lo[r] = _mm512_dpbusd_epi32(lo[r], vl, bcast(x[r].add(64 * c + 4 * g)));
                     hi[r] = _mm512_dpbusd_epi32(hi[r], vh, bcast(x[r].add(64 * c + 32 + 4 * g)));
                 }
             }
-            let scale = |s: usize| _mm512_cvtepu8_epi32(_mm_loadu_si128(p.add(2048 + 16 * s) as *const _));
+            let scale = |s: usize| _mm512_cvtepu8_epi32(_mm_loadu_si128(p.add(meta + 16 * s) as *const _));
             let (s_lo, s_hi) = (_mm512_slli_epi32(scale(2 * c), 4), scale(2 * c + 1));
             for r in 0..R {
                 let both = _mm512_add_epi32(_mm512_mullo_epi32(lo[r], s_lo), _mm512_mullo_epi32(hi[r], s_hi));
@@ -93,14 +187,14 @@ pub unsafe fn q4k<const R: usize>(w: &[u8], acts: &[ActRow], out: &mut [[f32; 16
         }
         let mut msum = [_mm512_setzero_si512(); R];
         for q in 0..4 {
-            let mins = _mm512_cvtepu8_epi16(_mm256_loadu_si256(p.add(2176 + 32 * q) as *const _));
+            let mins = _mm512_cvtepu8_epi16(_mm256_loadu_si256(p.add(meta + 128 + 32 * q) as *const _));
             for r in 0..R {
                 let sums = _mm512_set1_epi32(*acts[r].pairs.get_unchecked(4 * i + q));
                 msum[r] = _mm512_dpwssd_epi32(msum[r], mins, sums);
             }
         }
-        let d = _mm512_cvtph_ps(_mm256_loadu_si256(p.add(2304) as *const _));
-        let dmin = _mm512_cvtph_ps(_mm256_loadu_si256(p.add(2336) as *const _));
+        let d = _mm512_cvtph_ps(_mm256_loadu_si256(p.add(meta + 256) as *const _));
+        let dmin = _mm512_cvtph_ps(_mm256_loadu_si256(p.add(meta + 288) as *const _));
         for r in 0..R {
             let ad = _mm512_set1_ps(acts[r].q8.get_unchecked(i).d);
             let isum = _mm512_cvtepi32_ps(_mm512_srai_epi32(isum16[r], 4));
@@ -119,37 +213,21 @@ pub unsafe fn q4k<const R: usize>(w: &[u8], acts: &[ActRow], out: &mut [[f32; 16
 /// # Safety
 /// As [`q4k`], with the rows prepared for Q6_K.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-pub unsafe fn q6k<const R: usize>(w: &[u8], acts: &[ActRow], out: &mut [[f32; 16]]) {
+pub unsafe fn q6k<const R: usize, S: Source>(w: &[u8], acts: &[ActRow], out: &mut [[f32; 16]]) {
     debug_assert!(acts.len() == R && out.len() >= R);
-    let m4 = _mm512_set1_epi8(0x0F);
-    let (even_pairs, odd_pairs) = (_mm512_set1_epi8(0x33), _mm512_set1_epi8(0xCCu8 as i8));
+    let (block, meta) = layout::<S>(Format::Q6K);
     let mut acc = [[_mm512_setzero_ps(); R]; 2];
-    for i in 0..w.len() / Q6K_PACKED {
-        let p = w.as_ptr().add(i * Q6K_PACKED);
+    for i in 0..w.len() / block {
+        let p = w.as_ptr().add(i * block);
         let x: [*const i8; R] = std::array::from_fn(|r| acts[r].q8.get_unchecked(i).qs.as_ptr());
         let mut isum = [_mm512_setzero_si512(); R];
-        // ggml's order: halves n of 128 values, each four runs k of 32 that take their low
-        // bits from ql (dwords 16n + g, then 16n + 8 + g; low then high nibbles) and two high
-        // bits from qh (dword 8n + g, bits 2k). Run k's values 0..16 and 16..32 (h) are
-        // sub-blocks 8n + 2k + h, each with its own scale.
+        // Halves n of 128 values, each four runs k of 32; run k's values 0..16 and 16..32 (h)
+        // are sub-blocks 8n + 2k + h, each with its own scale.
         for n in 0..2 {
             for h in 0..2 {
                 let mut dot = [[_mm512_setzero_si512(); R]; 4];
                 for g in 4 * h..4 * h + 4 {
-                    let l0 = _mm512_loadu_si512(p.add(64 * (16 * n + g)) as *const _);
-                    let l1 = _mm512_loadu_si512(p.add(64 * (16 * n + 8 + g)) as *const _);
-                    let hb = _mm512_loadu_si512(p.add(2048 + 64 * (8 * n + g)) as *const _);
-                    // Runs 0 and 2 take bits 0-1 and 4-5 of qh, runs 1 and 3 bits 2-3 and 6-7:
-                    // with the other pairs cleared, each run's two bits shift to bits 4-5 with
-                    // zeros above, and one `vpternlogd` takes bits 0-3 from ql and 4-7 from qh.
-                    let (h02, h13) = (_mm512_and_si512(hb, even_pairs), _mm512_and_si512(hb, odd_pairs));
-                    let join = |low: __m512i, high: __m512i| _mm512_ternarylogic_epi32::<0xCA>(m4, low, high);
-                    let v = [
-                        join(l0, _mm512_slli_epi16(h02, 4)),
-                        join(l1, _mm512_slli_epi16(h13, 2)),
-                        join(_mm512_srli_epi16(l0, 4), h02),
-                        join(_mm512_srli_epi16(l1, 4), _mm512_srli_epi16(h13, 2)),
-                    ];
+                    let v = q6k_values::<S>(p, n, g);
                     for r in 0..R {
                         for k in 0..4 {
                             dot[k][r] = _mm512_dpbusd_epi32(dot[k][r], v[k], bcast(x[r].add(128 * n + 32 * k + 4 * g)));
@@ -158,7 +236,7 @@ pub unsafe fn q6k<const R: usize>(w: &[u8], acts: &[ActRow], out: &mut [[f32; 16
                 }
                 for (k, dot) in dot.iter().enumerate() {
                     let s = 8 * n + 2 * k + h;
-                    let scale = _mm512_cvtepi8_epi32(_mm_loadu_si128(p.add(3072 + 16 * s) as *const _));
+                    let scale = _mm512_cvtepi8_epi32(_mm_loadu_si128(p.add(meta + 16 * s) as *const _));
                     for r in 0..R {
                         let offset = _mm512_set1_epi32(*acts[r].offsets.get_unchecked(16 * i + s));
                         isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(_mm512_sub_epi32(dot[r], offset), scale));
@@ -166,7 +244,7 @@ pub unsafe fn q6k<const R: usize>(w: &[u8], acts: &[ActRow], out: &mut [[f32; 16
                 }
             }
         }
-        let d = _mm512_cvtph_ps(_mm256_loadu_si256(p.add(3328) as *const _));
+        let d = _mm512_cvtph_ps(_mm256_loadu_si256(p.add(meta + 256) as *const _));
         for r in 0..R {
             let ad = _mm512_set1_ps(acts[r].q8.get_unchecked(i).d);
             let v = _mm512_mul_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_mul_ps(d, ad));

@@ -20,12 +20,16 @@ pub mod reference;
 
 use candle_core::quantized::{GgmlDType, QStorage, QTensor};
 use candle_core::{Device, Tensor};
-use rayon::prelude::*;
+use crate::parallel;
 use std::sync::{Arc, OnceLock};
 
 pub const QK_K: usize = 256;
 pub const Q4K_BYTES: usize = 144;
 pub const Q6K_BYTES: usize = 210;
+
+/// From this many activation rows on, the AVX-512 products unpack each group of weights to bytes
+/// once and read those, instead of unpacking as they go (once per four rows).
+pub const UNPACK_FROM_ROWS: usize = 12;
 
 /// The block formats these kernels read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -266,7 +270,7 @@ impl KQuantMatrix {
 /// The activations quantized to Q8K, one row per input row (in parallel for more than a few).
 fn quantize_rows(xs: &[f32], k: usize, m: usize) -> Vec<Vec<Q8K>> {
     if m > 4 {
-        xs.par_chunks_exact(k).map(Q8K::quantize_row).collect()
+        parallel::map(m, |i| Q8K::quantize_row(&xs[i * k..(i + 1) * k]))
     } else {
         xs.chunks_exact(k).map(Q8K::quantize_row).collect()
     }
@@ -287,7 +291,7 @@ pub fn matmul(kernel: Kernel, format: Format, w: &[u8], n: usize, k: usize, xs: 
     let acts: Vec<&[Q8K]> = acts.iter().map(|a| a.as_slice()).collect();
     let mut out = vec![0f32; m * n];
     let columns = Columns { ptr: out.as_mut_ptr(), m, n };
-    on_candles_threads(n, |rows| {
+    parallel::for_chunks(n, |rows| {
         let mut res = [0f32; 4];
         for j in rows {
             let row = &w[j * row_bytes..(j + 1) * row_bytes];
@@ -315,28 +319,38 @@ fn matmul_packed(format: Format, w: &[u8], n: usize, k: usize, xs: &[f32], m: us
     let acts: Vec<avx512::ActRow> = q8.iter().map(|q| avx512::ActRow::new(format, q)).collect();
     let mut out = vec![0f32; m * n];
     let columns = Columns { ptr: out.as_mut_ptr(), m, n };
-    on_candles_threads(n / packed::ROWS, |groups| {
+    // With many activation rows, each group is unpacked to bytes once, not once per four rows.
+    let unpack = m >= UNPACK_FROM_ROWS;
+    parallel::for_chunks(n / packed::ROWS, |groups| {
+        let mut bytes = Vec::new();
         for gi in groups {
             // A group's weights stay in cache while every four activation rows pass over them.
-            let gw = &w[gi * group_bytes..(gi + 1) * group_bytes];
+            let mut gw = &w[gi * group_bytes..(gi + 1) * group_bytes];
+            if unpack {
+                // SAFETY: `best` chose AVX-512 for this CPU; `gw` holds whole packed blocks.
+                unsafe { avx512::unpack(format, gw, &mut bytes) };
+                gw = &bytes;
+            }
             for (c, a) in acts.chunks(avx512::MAX_ROWS).enumerate() {
                 let mut res = [[0f32; 16]; avx512::MAX_ROWS];
                 // SAFETY: `best` chose AVX-512 for this CPU (asserted above); every activation
                 // row has `blocks` blocks and was prepared for this format.
                 unsafe {
                     macro_rules! go {
-                        ($f:ident) => {
+                        ($f:ident, $s:ty) => {
                             match a.len() {
-                                1 => avx512::$f::<1>(gw, a, &mut res),
-                                2 => avx512::$f::<2>(gw, a, &mut res),
-                                3 => avx512::$f::<3>(gw, a, &mut res),
-                                _ => avx512::$f::<4>(gw, a, &mut res),
+                                1 => avx512::$f::<1, $s>(gw, a, &mut res),
+                                2 => avx512::$f::<2, $s>(gw, a, &mut res),
+                                3 => avx512::$f::<3, $s>(gw, a, &mut res),
+                                _ => avx512::$f::<4, $s>(gw, a, &mut res),
                             }
                         };
                     }
-                    match format {
-                        Format::Q4K => go!(q4k),
-                        Format::Q6K => go!(q6k),
+                    match (format, unpack) {
+                        (Format::Q4K, false) => go!(q4k, avx512::Packed),
+                        (Format::Q6K, false) => go!(q6k, avx512::Packed),
+                        (Format::Q4K, true) => go!(q4k, avx512::Unpacked),
+                        (Format::Q6K, true) => go!(q6k, avx512::Unpacked),
                     }
                 }
                 for (r, vals) in res[..a.len()].iter().enumerate() {
@@ -349,13 +363,6 @@ fn matmul_packed(format: Format, w: &[u8], n: usize, k: usize, xs: &[f32], m: us
         }
     });
     out
-}
-
-/// Runs `f` over chunks of `0..items` on candle's CPU threads, the ones that run the model's
-/// other operations: a second pool of busy threads (rayon's) would compete with candle's, whose
-/// workers keep spinning for a while after each operation.
-fn on_candles_threads(items: usize, f: impl Fn(std::ops::Range<usize>) + Sync) {
-    candle_core::utils::barrier_pool().execute_chunked(items, f);
 }
 
 /// The `(m, n)` result, written by tasks that each own a range of its columns (weight rows):

@@ -1,0 +1,43 @@
+//! Data parallelism on candle's CPU threads: the threads that already run the model's tensor
+//! operations. A second pool of busy threads (rayon's) would compete with them for the cores,
+//! since candle's workers keep spinning for a while after each operation.
+
+use std::ops::Range;
+use std::sync::Mutex;
+
+/// Runs `f` over chunks of `0..items` on candle's threads, the caller's included.
+///
+/// `f` must not run candle tensor operations: they would wait for the pool that is running `f`.
+pub fn for_chunks(items: usize, f: impl Fn(Range<usize>) + Sync) {
+    candle_core::utils::barrier_pool().execute_chunked(items, f);
+}
+
+/// `f(0)`, …, `f(n - 1)`, computed on candle's threads (see [`for_chunks`]), in order.
+pub fn map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let slots: Vec<Mutex<Option<T>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    for_chunks(n, |range| {
+        for i in range {
+            let v = f(i);
+            *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
+        }
+    });
+    slots
+        .into_iter()
+        .map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()).expect("the pool runs every index"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn map_keeps_order_and_runs_every_index_once() {
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let out = super::map(1000, |i| {
+            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            i * i
+        });
+        assert_eq!(out, (0..1000).map(|i| i * i).collect::<Vec<_>>());
+        assert_eq!(calls.into_inner(), 1000);
+        assert!(super::map(0, |i| i).is_empty());
+    }
+}
