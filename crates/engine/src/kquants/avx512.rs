@@ -145,6 +145,41 @@ pub unsafe fn unpack(format: Format, w: &[u8], out: &mut Vec<u8>) {
     }
 }
 
+/// [`Q8K::quantize_block`] with 16-lane registers: the same bytes.
+///
+/// # Safety
+/// The CPU must pass [`supported`].
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub unsafe fn quantize(xs: &[f32; 256]) -> Q8K {
+    let x: [__m512; 16] = std::array::from_fn(|j| _mm512_loadu_ps(xs.as_ptr().add(16 * j)));
+    // `max` with the running value second skips NaN, as the scalar comparison does.
+    let amax = _mm512_reduce_max_ps(x.iter().fold(_mm512_setzero_ps(), |m, &v| _mm512_max_ps(_mm512_abs_ps(v), m)));
+    if amax == 0.0 {
+        return Q8K::ZERO;
+    }
+    // The first value of that magnitude: its sign sets the scale's.
+    let j = (0..16).find(|&j| _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(_mm512_abs_ps(x[j]), _mm512_set1_ps(amax)) != 0).unwrap_or(0);
+    let max = xs[16 * j + _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(_mm512_abs_ps(x[j]), _mm512_set1_ps(amax)).trailing_zeros() as usize];
+    let iscale = -127f32 / max;
+    let mut y = Q8K::ZERO;
+    for (j, &v) in x.iter().enumerate() {
+        let v = _mm512_mul_ps(_mm512_set1_ps(iscale), v);
+        // Round half away from zero (`f32::round`): truncate, then step away from zero when
+        // the dropped part is at least a half (exact: the values are far below 2^23).
+        let t = _mm512_roundscale_ps::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(v);
+        let up = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(_mm512_abs_ps(_mm512_sub_ps(v, t)), _mm512_set1_ps(0.5));
+        let sign = _mm512_or_ps(_mm512_set1_ps(1.0), _mm512_and_ps(v, _mm512_set1_ps(-0.0)));
+        let r = _mm512_mask_add_ps(t, up, t, sign);
+        let r = _mm512_min_ps(_mm512_max_ps(r, _mm512_set1_ps(-128.0)), _mm512_set1_ps(127.0));
+        // NaN becomes 0, as `as i8` makes it.
+        let q = _mm512_maskz_cvtps_epi32(_mm512_cmp_ps_mask::<_CMP_ORD_Q>(v, v), r);
+        _mm_storeu_si128(y.qs.as_mut_ptr().add(16 * j) as *mut _, _mm512_cvtsepi32_epi8(q));
+        y.bsums[j] = _mm512_reduce_add_epi32(q) as i16;
+    }
+    y.d = 1.0 / iscale;
+    y
+}
+
 /// Four activations from `x`, in every lane.
 #[inline(always)]
 unsafe fn bcast(x: *const i8) -> __m512i {

@@ -66,34 +66,40 @@ pub struct Q8K {
 }
 
 impl Q8K {
-    const ZERO: Self = Self { d: 0.0, qs: [0; QK_K], bsums: [0; QK_K / 16] };
+    pub(crate) const ZERO: Self = Self { d: 0.0, qs: [0; QK_K], bsums: [0; QK_K / 16] };
 
     /// Quantizes one row (a multiple of 256 values), rounding exactly as candle does.
     pub fn quantize_row(xs: &[f32]) -> Vec<Self> {
-        xs.chunks_exact(QK_K)
-            .map(|xs| {
-                let mut y = Self::ZERO;
-                let (mut max, mut amax) = (0f32, 0f32);
-                for &x in xs {
-                    if amax < x.abs() {
-                        amax = x.abs();
-                        max = x;
-                    }
-                }
-                if amax == 0.0 {
-                    return y;
-                }
-                let iscale = -127f32 / max;
-                for (q, &x) in y.qs.iter_mut().zip(xs) {
-                    *q = (iscale * x).round().clamp(-128.0, 127.0) as i8;
-                }
-                for (j, s) in y.bsums.iter_mut().enumerate() {
-                    *s = y.qs[16 * j..16 * j + 16].iter().map(|&q| q as i16).sum();
-                }
-                y.d = 1.0 / iscale;
-                y
-            })
-            .collect()
+        #[cfg(target_arch = "x86_64")]
+        if Kernel::best() == Kernel::Avx512 {
+            // SAFETY: the CPU has AVX-512; each chunk is 256 values.
+            return xs.chunks_exact(QK_K).map(|b| unsafe { avx512::quantize(b.try_into().unwrap()) }).collect();
+        }
+        xs.chunks_exact(QK_K).map(|b| Self::quantize_block(b.try_into().unwrap())).collect()
+    }
+
+    /// candle's quantization of 256 values: the definition the SIMD version is tested against.
+    pub fn quantize_block(xs: &[f32; QK_K]) -> Self {
+        let mut y = Self::ZERO;
+        let (mut max, mut amax) = (0f32, 0f32);
+        for &x in xs {
+            if amax < x.abs() {
+                amax = x.abs();
+                max = x;
+            }
+        }
+        if amax == 0.0 {
+            return y;
+        }
+        let iscale = -127f32 / max;
+        for (q, &x) in y.qs.iter_mut().zip(xs) {
+            *q = (iscale * x).round().clamp(-128.0, 127.0) as i8;
+        }
+        for (j, s) in y.bsums.iter_mut().enumerate() {
+            *s = y.qs[16 * j..16 * j + 16].iter().map(|&q| q as i16).sum();
+        }
+        y.d = 1.0 / iscale;
+        y
     }
 }
 
@@ -423,6 +429,25 @@ mod tests {
             assert!(b.qs.iter().zip(&raw[4..260]).all(|(q, r)| *q as u8 == *r));
             let bsums: Vec<i16> = raw[260..292].chunks(2).map(|c| i16::from_le_bytes([c[0], c[1]])).collect();
             assert_eq!(bsums, b.bsums);
+        }
+    }
+
+    #[test]
+    fn every_quantizer_rounds_like_candle() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+        let mut rows: Vec<[f32; QK_K]> = (0..200).map(|_| std::array::from_fn(|_| rng.random_range(-3.0f32..3.0))).collect();
+        // Ties (x.5 after scaling by 1 when the largest value is -127) round away from zero;
+        // equal magnitudes of both signs (the first wins); zeros, NaN and infinities.
+        rows.push(std::array::from_fn(|i| [-127.0, 2.5, -2.5, 0.5, -0.5, 126.5, 127.0, 3.0][i % 8]));
+        rows.push(std::array::from_fn(|i| if i % 3 == 0 { 4.0 } else { -4.0 }));
+        rows.push([0.0; QK_K]);
+        rows.push(std::array::from_fn(|i| if i == 7 { f32::NAN } else { 0.0 }));
+        rows.push(std::array::from_fn(|i| if i == 9 { f32::NAN } else { i as f32 - 100.0 }));
+        rows.push(std::array::from_fn(|i| if i == 3 { f32::INFINITY } else { 1.0 }));
+        for xs in &rows {
+            let want = Q8K::quantize_block(xs);
+            let got = &Q8K::quantize_row(xs)[0];
+            assert!(got.d.to_bits() == want.d.to_bits() && got.qs == want.qs && got.bsums == want.bsums, "{xs:?}");
         }
     }
 
