@@ -50,9 +50,9 @@ impl<'a> ActRow<'a> {
     }
 }
 
-/// Where the kernels read a super-block's weight values: packed blocks, unpacked as they go
-/// (few activation rows), or a group already unpacked to one byte per value by [`unpack`] (many
-/// rows: the unpacking is then done once, not once per four activation rows).
+/// Where the Q6_K kernel reads a super-block's weight values: packed blocks, unpacked as it goes
+/// (few activation rows), or a group already unpacked to one byte per value by [`unpack_q6k`]
+/// (many rows: the unpacking is then done once, not once per four activation rows).
 pub trait Source {
     const UNPACKED: bool;
 }
@@ -65,26 +65,13 @@ impl Source for Unpacked {
     const UNPACKED: bool = true;
 }
 
-/// Bytes of one super-block of sixteen rows, and where its scales (and what follows) start.
-const fn layout<S: Source>(format: Format) -> (usize, usize) {
-    match (format, S::UNPACKED) {
-        (Format::Q4K, false) => (Q4K_PACKED, 2048),
-        (Format::Q6K, false) => (Q6K_PACKED, 3072),
-        (Format::Q4K, true) => (4096 + Q4K_PACKED - 2048, 4096),
-        (Format::Q6K, true) => (4096 + Q6K_PACKED - 3072, 4096),
-    }
-}
-
-/// Q4_K chunk `c`, load group `g`: the low nibbles (sub-block 2c) and the high nibbles as
-/// they sit (16 × sub-block 2c + 1's values), four bytes per row.
-#[inline(always)]
-unsafe fn q4k_values<S: Source>(p: *const u8, c: usize, g: usize) -> (__m512i, __m512i) {
+/// Bytes of one Q6_K super-block of sixteen rows, and where its scales (and `d`) start.
+const fn q6k_layout<S: Source>() -> (usize, usize) {
     if S::UNPACKED {
-        let at = p.add(128 * (8 * c + g));
-        return (_mm512_loadu_si512(at as *const _), _mm512_loadu_si512(at.add(64) as *const _));
+        (4096 + Q6K_PACKED - 3072, 4096)
+    } else {
+        (Q6K_PACKED, 3072)
     }
-    let v = _mm512_loadu_si512(p.add(64 * (8 * c + g)) as *const _);
-    (_mm512_and_si512(v, _mm512_set1_epi8(0x0F)), _mm512_and_si512(v, _mm512_set1_epi8(0xF0u8 as i8)))
 }
 
 /// Q6_K half `n`, load group `g`: the values (q + 32) of runs 0..4, four bytes per row.
@@ -113,32 +100,21 @@ unsafe fn q6k_values<S: Source>(p: *const u8, n: usize, g: usize) -> [__m512i; 4
     ]
 }
 
-/// A packed group of `format` super-blocks with its values unpacked to bytes (what
-/// [`Unpacked`] reads), into `out`.
+/// A packed group of Q6_K super-blocks with its values unpacked to bytes (what [`Unpacked`]
+/// reads), into `out`.
 ///
 /// # Safety
-/// The CPU must pass [`supported`]; `w` holds whole packed super-blocks.
+/// The CPU must pass [`supported`]; `w` holds whole packed Q6_K super-blocks.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-pub unsafe fn unpack(format: Format, w: &[u8], out: &mut Vec<u8>) {
-    let ((from, meta), (to, _)) = (layout::<Packed>(format), layout::<Unpacked>(format));
+pub unsafe fn unpack_q6k(w: &[u8], out: &mut Vec<u8>) {
+    let ((from, meta), (to, _)) = (q6k_layout::<Packed>(), q6k_layout::<Unpacked>());
     let blocks = w.len() / from;
     out.resize(blocks * to, 0);
     for i in 0..blocks {
         let (p, q) = (w.as_ptr().add(i * from), out.as_mut_ptr().add(i * to));
-        match format {
-            Format::Q4K => {
-                for j in 0..32 {
-                    let (lo, hi) = q4k_values::<Packed>(p, j / 8, j % 8);
-                    _mm512_storeu_si512(q.add(128 * j) as *mut _, lo);
-                    _mm512_storeu_si512(q.add(128 * j + 64) as *mut _, hi);
-                }
-            }
-            Format::Q6K => {
-                for j in 0..16 {
-                    for (k, v) in q6k_values::<Packed>(p, j / 8, j % 8).into_iter().enumerate() {
-                        _mm512_storeu_si512(q.add(256 * j + 64 * k) as *mut _, v);
-                    }
-                }
+        for j in 0..16 {
+            for (k, v) in q6k_values::<Packed>(p, j / 8, j % 8).into_iter().enumerate() {
+                _mm512_storeu_si512(q.add(256 * j + 64 * k) as *mut _, v);
             }
         }
         std::ptr::copy_nonoverlapping(p.add(meta), q.add(4096), from - meta);
@@ -193,12 +169,14 @@ unsafe fn bcast(x: *const i8) -> __m512i {
 /// The CPU must pass [`supported`]; `acts.len() == R <= out.len()`, each activation row at
 /// least as many blocks as `w` holds, and the rows were prepared for Q4_K.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-pub unsafe fn q4k<const R: usize, S: Source>(w: &[u8], acts: &[ActRow], out: &mut [[f32; 16]]) {
+pub unsafe fn q4k<const R: usize>(w: &[u8], acts: &[ActRow], out: &mut [[f32; 16]]) {
     debug_assert!(acts.len() == R && out.len() >= R);
-    let (block, meta) = layout::<S>(Format::Q4K);
+    let (lo_mask, hi_mask) = (_mm512_set1_epi8(0x0F), _mm512_set1_epi8(0xF0u8 as i8));
+    // Scales, minimums, d and dmin follow the values (see `packed`).
+    let meta = 2048;
     let mut acc = [[_mm512_setzero_ps(); R]; 2];
-    for i in 0..w.len() / block {
-        let p = w.as_ptr().add(i * block);
+    for i in 0..w.len() / Q4K_PACKED {
+        let p = w.as_ptr().add(i * Q4K_PACKED);
         let x: [*const i8; R] = std::array::from_fn(|r| acts[r].q8.get_unchecked(i).qs.as_ptr());
         // 16 × the exact sum: the high nibbles are multiplied where they are (as 16 × the
         // value), which saves a shift per load; the low nibbles' scales are 16 × to match.
@@ -207,7 +185,8 @@ pub unsafe fn q4k<const R: usize, S: Source>(w: &[u8], acts: &[ActRow], out: &mu
             // Chunk c: low nibbles are sub-block 2c, high nibbles 2c + 1.
             let (mut lo, mut hi) = ([_mm512_setzero_si512(); R], [_mm512_setzero_si512(); R]);
             for g in 0..8 {
-                let (vl, vh) = q4k_values::<S>(p, c, g);
+                let v = _mm512_loadu_si512(p.add(64 * (8 * c + g)) as *const _);
+                let (vl, vh) = (_mm512_and_si512(v, lo_mask), _mm512_and_si512(v, hi_mask));
                 for r in 0..R {
                     lo[r] = _mm512_dpbusd_epi32(lo[r], vl, bcast(x[r].add(64 * c + 4 * g)));
                     hi[r] = _mm512_dpbusd_epi32(hi[r], vh, bcast(x[r].add(64 * c + 32 + 4 * g)));
@@ -250,7 +229,7 @@ pub unsafe fn q4k<const R: usize, S: Source>(w: &[u8], acts: &[ActRow], out: &mu
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 pub unsafe fn q6k<const R: usize, S: Source>(w: &[u8], acts: &[ActRow], out: &mut [[f32; 16]]) {
     debug_assert!(acts.len() == R && out.len() >= R);
-    let (block, meta) = layout::<S>(Format::Q6K);
+    let (block, meta) = q6k_layout::<S>();
     let mut acc = [[_mm512_setzero_ps(); R]; 2];
     for i in 0..w.len() / block {
         let p = w.as_ptr().add(i * block);
