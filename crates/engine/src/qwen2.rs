@@ -63,19 +63,45 @@ struct Linear {
 
 impl Linear {
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let y = match &self.weight {
-            Weights::KQuant(w) => w.forward(x)?,
+        let [y] = Self::forward_all([self], x)?;
+        Ok(y)
+    }
+
+    /// Several layers over the same input (q, k, v; gate, up): with Ponder's kernels they share
+    /// one quantization of `x` and one parallel pass.
+    fn forward_all<const N: usize>(layers: [&Linear; N], x: &Tensor) -> candle_core::Result<[Tensor; N]> {
+        let kquant: Option<Vec<&KQuantMatrix>> = layers
+            .iter()
+            .map(|l| match &l.weight {
+                Weights::KQuant(m) => Some(m),
+                Weights::Candle(_) => None,
+            })
+            .collect();
+        let ys = match kquant {
+            Some(mats) => KQuantMatrix::forward_all(&mats, x)?,
+            None => layers.iter().map(|l| l.matmul(x)).collect::<candle_core::Result<_>>()?,
+        };
+        let ys = ys
+            .into_iter()
+            .zip(layers)
+            .map(|(y, l)| match &l.bias {
+                Some(b) => y.broadcast_add(b),
+                None => Ok(y),
+            })
+            .collect::<candle_core::Result<Vec<_>>>()?;
+        Ok(ys.try_into().unwrap_or_else(|_| unreachable!("one output per layer")))
+    }
+
+    fn matmul(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        match &self.weight {
+            Weights::KQuant(w) => w.forward(x),
             Weights::Candle(w @ QMatMul::QTensor(q)) if q.dtype() == GgmlDType::Q6K && x.dim(0)? == 1 => {
                 // candle multiplies one row by Q6_K weights with another kernel than several
                 // rows, and the two round differently: a lone row is paired with itself so a
                 // sequence's output never depends on whether others share its step.
-                w.forward(&Tensor::cat(&[x, x], 0)?)?.narrow(0, 0, 1)?
+                w.forward(&Tensor::cat(&[x, x], 0)?)?.narrow(0, 0, 1)
             }
-            Weights::Candle(w) => w.forward(x)?,
-        };
-        match &self.bias {
-            Some(b) => y.broadcast_add(b),
-            None => Ok(y),
+            Weights::Candle(w) => w.forward(x),
         }
     }
 }
@@ -316,9 +342,7 @@ impl Qwen2 {
         for (li, layer) in self.layers.iter().enumerate() {
             let residual = x.clone();
             let h = layer.attn_norm.forward(&x)?;
-            let q = layer.q.forward(&h)?; // (T, nh*hd)
-            let k = layer.k.forward(&h)?;
-            let v = layer.v.forward(&h)?;
+            let [q, k, v] = Linear::forward_all([&layer.q, &layer.k, &layer.v], &h)?; // (T, nh*hd), (T, nkv*hd) × 2
             // RoPE for all tokens at once: (1, heads, T, hd) with one cos/sin row per token.
             let q = rope(&q, nh, hd, &cos, &sin)?;
             let k = rope(&k, nkv, hd, &cos, &sin)?;
@@ -368,8 +392,8 @@ impl Qwen2 {
             let attn = Tensor::cat(&outs, 0)?; // (T, nh*hd)
             let x1 = (layer.o.forward(&attn)? + residual)?;
             let h = layer.ffn_norm.forward(&x1)?;
-            let gate = candle_nn::ops::silu(&layer.gate.forward(&h)?)?;
-            let up = layer.up.forward(&h)?;
+            let [gate, up] = Linear::forward_all([&layer.gate, &layer.up], &h)?;
+            let gate = candle_nn::ops::silu(&gate)?;
             x = (layer.down.forward(&(gate * up)?)? + x1)?;
         }
         for s in inputs.iter_mut() {

@@ -8,7 +8,7 @@
 //! sums (even and odd blocks). So every output has the reference's bits, whatever the batch.
 
 use super::packed::{Q4K_PACKED, Q6K_PACKED};
-use super::{Format, Q8K};
+use super::Q8K;
 use std::arch::x86_64::*;
 
 /// Activation rows per call: four rows' accumulators fill the registers.
@@ -35,16 +35,13 @@ pub struct ActRow<'a> {
 }
 
 impl<'a> ActRow<'a> {
-    pub fn new(format: Format, q8: &'a [Q8K]) -> Self {
-        let (mut pairs, mut offsets) = (Vec::new(), Vec::new());
+    /// The row's sums for both formats (a fused product can hold matrices of each).
+    pub fn new(q8: &'a [Q8K]) -> Self {
+        let (mut pairs, mut offsets) = (Vec::with_capacity(4 * q8.len()), Vec::with_capacity(16 * q8.len()));
         for b in q8 {
-            match format {
-                Format::Q4K => {
-                    let sum32 = |s: usize| (b.bsums[2 * s] + b.bsums[2 * s + 1]) as u16 as i32;
-                    pairs.extend((0..4).map(|p| sum32(2 * p) | (sum32(2 * p + 1) << 16)));
-                }
-                Format::Q6K => offsets.extend(b.bsums.iter().map(|&s| 32 * s as i32)),
-            }
+            let sum32 = |s: usize| (b.bsums[2 * s] + b.bsums[2 * s + 1]) as u16 as i32;
+            pairs.extend((0..4).map(|p| sum32(2 * p) | (sum32(2 * p + 1) << 16)));
+            offsets.extend(b.bsums.iter().map(|&s| 32 * s as i32));
         }
         Self { q8, pairs, offsets }
     }

@@ -236,19 +236,38 @@ impl KQuantMatrix {
 
     /// `x (m, k)` times the transposed weights: `(m, n)`.
     pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        Ok(Self::forward_all(&[self], x)?.remove(0))
+    }
+
+    /// `x (m, k)` times each matrix (all `k` columns wide): packed matrices share one
+    /// quantization of `x` and one parallel pass, which matters for the small ones.
+    pub fn forward_all(mats: &[&Self], x: &Tensor) -> candle_core::Result<Vec<Tensor>> {
         let (m, k) = x.dims2()?;
-        if k != self.k {
-            candle_core::bail!("matmul of {k} columns against a {}×{} weight", self.n, self.k);
+        if let Some(w) = mats.iter().find(|w| w.k != k) {
+            candle_core::bail!("matmul of {k} columns against a {}×{} weight", w.n, w.k);
         }
         let xs = x.to_dtype(candle_core::DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
-        let out = match &self.stored {
-            #[cfg(target_arch = "x86_64")]
-            Stored::Packed(p) => matmul_packed(self.format, p, self.n, self.k, &xs, m),
-            #[cfg(not(target_arch = "x86_64"))]
-            Stored::Packed(_) => unreachable!("packing is for the AVX-512 kernels"),
-            Stored::Rows(t) => matmul(Kernel::best(), self.format, &t.data()?, self.n, self.k, &xs, m),
-        };
-        Tensor::from_vec(out, (m, self.n), x.device())
+        let tensor = |out: Vec<f32>, n: usize| Tensor::from_vec(out, (m, n), x.device());
+        #[cfg(target_arch = "x86_64")]
+        {
+            let parts: Option<Vec<Part>> = mats
+                .iter()
+                .map(|w| match &w.stored {
+                    Stored::Packed(p) => Some(Part { format: w.format, w: p, n: w.n }),
+                    Stored::Rows(_) => None,
+                })
+                .collect();
+            if let Some(parts) = parts {
+                return matmul_packed(&parts, k, &xs, m).into_iter().zip(mats).map(|(o, w)| tensor(o, w.n)).collect();
+            }
+        }
+        mats.iter()
+            .map(|w| match &w.stored {
+                Stored::Rows(t) => tensor(matmul(Kernel::best(), w.format, &t.data()?, w.n, k, &xs, m), w.n),
+                // Only on x86-64 (packing needs AVX-512), alone: the packed path above.
+                Stored::Packed(_) => Self::forward_all(&[w], x).map(|mut v| v.remove(0)),
+            })
+            .collect()
     }
 
     /// Rows `ids` of the matrix as f32 `(len, k)`: an embedding lookup in a quantized table.
@@ -293,7 +312,8 @@ pub fn matmul(kernel: Kernel, format: Format, w: &[u8], n: usize, k: usize, xs: 
     assert_eq!(xs.len(), m * k);
     #[cfg(target_arch = "x86_64")]
     if kernel == Kernel::Avx512 && n % packed::ROWS == 0 {
-        return matmul_packed(format, &packed::pack(format, w, n, blocks), n, k, xs, m);
+        let w = packed::pack(format, w, n, blocks);
+        return matmul_packed(&[Part { format, w: &w, n }], k, xs, m).remove(0);
     }
     let acts = quantize_rows(xs, k, m);
     let acts: Vec<&[Q8K]> = acts.iter().map(|a| a.as_slice()).collect();
@@ -315,25 +335,40 @@ pub fn matmul(kernel: Kernel, format: Format, w: &[u8], n: usize, k: usize, xs: 
     out
 }
 
-/// [`matmul`] over a packed matrix ([`packed::pack`]) with the AVX-512 kernels.
+/// One packed matrix ([`packed::pack`]) of a product.
 #[cfg(target_arch = "x86_64")]
-fn matmul_packed(format: Format, w: &[u8], n: usize, k: usize, xs: &[f32], m: usize) -> Vec<f32> {
+struct Part<'a> {
+    format: Format,
+    w: &'a [u8],
+    n: usize,
+}
+
+/// [`matmul`] of the same activations by several packed matrices with the AVX-512 kernels: the
+/// activations are quantized once, and one parallel pass covers every matrix's groups.
+#[cfg(target_arch = "x86_64")]
+fn matmul_packed(parts: &[Part], k: usize, xs: &[f32], m: usize) -> Vec<Vec<f32>> {
     assert!(Kernel::best() == Kernel::Avx512, "packed weights need the AVX-512 kernels");
-    let blocks = k / QK_K;
-    let group_bytes = blocks * packed::packed_bytes(format);
-    assert_eq!(w.len(), n / packed::ROWS * group_bytes);
     assert_eq!(xs.len(), m * k);
+    let blocks = k / QK_K;
+    let group_bytes = |f: Format| blocks * packed::packed_bytes(f);
+    assert!(parts.iter().all(|p| p.n % packed::ROWS == 0 && p.w.len() == p.n / packed::ROWS * group_bytes(p.format)));
     let q8 = quantize_rows(xs, k, m);
-    let acts: Vec<avx512::ActRow> = q8.iter().map(|q| avx512::ActRow::new(format, q)).collect();
-    let mut out = vec![0f32; m * n];
-    let columns = Columns { ptr: out.as_mut_ptr(), m, n };
-    // With many activation rows, each Q6_K group is unpacked to bytes once, not once per four rows.
-    let unpack = format == Format::Q6K && m >= Q6K_UNPACK_FROM_ROWS;
-    parallel::for_chunks(n / packed::ROWS, |groups| {
+    let acts: Vec<avx512::ActRow> = q8.iter().map(|q| avx512::ActRow::new(q)).collect();
+    let mut outs: Vec<Vec<f32>> = parts.iter().map(|p| vec![0f32; m * p.n]).collect();
+    let columns: Vec<Columns> = outs.iter_mut().zip(parts).map(|(o, p)| Columns { ptr: o.as_mut_ptr(), m, n: p.n }).collect();
+    // Every part's groups in one list: part `i`'s start at `starts[i]`.
+    let starts: Vec<usize> = parts.iter().scan(0, |at, p| Some(std::mem::replace(at, *at + p.n / packed::ROWS))).collect();
+    let groups: usize = parts.iter().map(|p| p.n / packed::ROWS).sum();
+    parallel::for_chunks(groups, |items| {
         let mut bytes = Vec::new();
-        for gi in groups {
+        for item in items {
+            let pi = starts.partition_point(|&s| s <= item) - 1;
+            let (part, gi) = (&parts[pi], item - starts[pi]);
+            let gb = group_bytes(part.format);
             // A group's weights stay in cache while every four activation rows pass over them.
-            let mut gw = &w[gi * group_bytes..(gi + 1) * group_bytes];
+            let mut gw = &part.w[gi * gb..(gi + 1) * gb];
+            // With many activation rows, a Q6_K group is unpacked to bytes once, not per four rows.
+            let unpack = part.format == Format::Q6K && m >= Q6K_UNPACK_FROM_ROWS;
             if unpack {
                 // SAFETY: `best` chose AVX-512 for this CPU; `gw` holds whole packed Q6_K blocks.
                 unsafe { avx512::unpack_q6k(gw, &mut bytes) };
@@ -342,7 +377,7 @@ fn matmul_packed(format: Format, w: &[u8], n: usize, k: usize, xs: &[f32], m: us
             for (c, a) in acts.chunks(avx512::MAX_ROWS).enumerate() {
                 let mut res = [[0f32; 16]; avx512::MAX_ROWS];
                 // SAFETY: `best` chose AVX-512 for this CPU (asserted above); every activation
-                // row has `blocks` blocks and was prepared for this format.
+                // row has `blocks` blocks.
                 unsafe {
                     macro_rules! go {
                         ($f:ident $(, $s:ty)?) => {
@@ -354,7 +389,7 @@ fn matmul_packed(format: Format, w: &[u8], n: usize, k: usize, xs: &[f32], m: us
                             }
                         };
                     }
-                    match (format, unpack) {
+                    match (part.format, unpack) {
                         (Format::Q4K, _) => go!(q4k),
                         (Format::Q6K, false) => go!(q6k, avx512::Packed),
                         (Format::Q6K, true) => go!(q6k, avx512::Unpacked),
@@ -362,14 +397,14 @@ fn matmul_packed(format: Format, w: &[u8], n: usize, k: usize, xs: &[f32], m: us
                 }
                 for (r, vals) in res[..a.len()].iter().enumerate() {
                     for (l, &v) in vals.iter().enumerate() {
-                        // SAFETY: this task alone handles group `gi`, so these columns.
-                        unsafe { columns.set(c * avx512::MAX_ROWS + r, gi * packed::ROWS + l, v) };
+                        // SAFETY: this task alone handles group `gi` of part `pi`, so these columns.
+                        unsafe { columns[pi].set(c * avx512::MAX_ROWS + r, gi * packed::ROWS + l, v) };
                     }
                 }
             }
         }
     });
-    out
+    outs
 }
 
 /// The `(m, n)` result, written by tasks that each own a range of its columns (weight rows):
@@ -492,6 +527,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_fused_product_gives_each_matrix_its_own_bits() {
+        let (k, m) = (512, 5);
+        let (q4, x) = case(GgmlDType::Q4K, 48, k, m, 21);
+        let (q6, _) = case(GgmlDType::Q6K, 16, k, m, 22);
+        let (a, b) = (KQuantMatrix::new(Arc::new(q4)).unwrap(), KQuantMatrix::new(Arc::new(q6)).unwrap());
+        let x = Tensor::from_vec(x, (m, k), &Device::Cpu).unwrap();
+        let both = KQuantMatrix::forward_all(&[&a, &b, &a], &x).unwrap();
+        for (y, w) in both.iter().zip([&a, &b, &a]) {
+            let alone = w.forward(&x).unwrap();
+            assert_eq!(y.to_vec2::<f32>().unwrap(), alone.to_vec2::<f32>().unwrap());
+        }
+        assert_eq!(both[1].dims(), &[m, 16]);
     }
 
     #[test]
