@@ -44,7 +44,7 @@ pub struct LoadOptions {
 /// Which code multiplies K-quant (Q4_K, Q6_K) weights.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum KQuantKernels {
-    /// Ponder's ([`crate::kquants`]): weights packed once at load into a copy of the same size
+    /// Ponder's ([`crate::kquants`]): weights packed once at load into a copy of about the same size
     /// (the file's dropped), the same bits for a sequence whatever its batch, and about twice
     /// candle's speed reading weights from memory (single-stream decoding).
     #[default]

@@ -17,6 +17,7 @@ pub const MAX_ROWS: usize = 4;
 pub fn supported() -> bool {
     is_x86_feature_detected!("avx512f")
         && is_x86_feature_detected!("avx512bw")
+        && is_x86_feature_detected!("avx512dq")
         && is_x86_feature_detected!("avx512vl")
         && is_x86_feature_detected!("avx512vnni")
         && is_x86_feature_detected!("fma")
@@ -122,7 +123,7 @@ pub unsafe fn unpack_q6k(w: &[u8], out: &mut Vec<u8>) {
 ///
 /// # Safety
 /// The CPU must pass [`supported`].
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")]
 pub unsafe fn quantize(xs: &[f32; 256]) -> Q8K {
     let x: [__m512; 16] = std::array::from_fn(|j| _mm512_loadu_ps(xs.as_ptr().add(16 * j)));
     // `max` with the running value second skips NaN, as the scalar comparison does.

@@ -4,7 +4,7 @@
 //! kept next to the originals) and picks a different Q6_K kernel for one row than for several,
 //! so a sequence's output could depend on what it is batched with. Here, with AVX-512, the
 //! weights are packed once at load into groups of sixteen interleaved rows ([`packed`]: the
-//! file's bytes moved, the same size, the originals dropped), which the kernels read one
+//! file's bytes moved, 0–3 % larger, the originals dropped), which the kernels read one
 //! sixteen-lane register at a time ([`avx512`]); other CPUs read the file's rows as they are
 //! ([`avx2`], [`reference`]). Activations are quantized to 8 bits per 256 values (ggml's Q8_K,
 //! with candle's rounding), so each super-block's product is an exact integer sum, and every
@@ -198,7 +198,7 @@ impl Kernel {
 }
 
 /// A weight matrix of `n` rows by `k` columns in a K-quant format: packed for the AVX-512
-/// kernels ([`packed`], the same size as the file's tensor, which is then dropped), or kept as
+/// kernels ([`packed`], about the size of the file's tensor, which is then dropped), or kept as
 /// loaded from the file for the others.
 #[derive(Debug, Clone)]
 pub struct KQuantMatrix {
