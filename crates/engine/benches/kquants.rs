@@ -10,13 +10,19 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use ponder_engine::kquants::KQuantMatrix;
 use std::sync::Arc;
 
-fn products(c: &mut Criterion) {
+/// The 1.5B test model's header and file, with the engine's thread count set as `ponder bench` does.
+fn open_model() -> (gguf_file::Content, std::fs::File) {
     ponder_engine::set_threads(2);
     let dir = std::env::var("PONDER_TEST_MODELS")
         .unwrap_or_else(|_| format!("{}/.cache/ponder/test-models", std::env::var("HOME").unwrap()));
     let path = format!("{dir}/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf");
     let mut f = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e} (run `make setup`)"));
     let ct = gguf_file::Content::read(&mut f).unwrap();
+    (ct, f)
+}
+
+fn products(c: &mut Criterion) {
+    let (ct, mut f) = open_model();
     for name in ["blk.0.ffn_up.weight", "blk.0.ffn_down.weight"] {
         let q = Arc::new(ct.tensor(&mut f, name, &Device::Cpu).unwrap());
         let (n, k) = q.shape().dims2().unwrap();
@@ -38,12 +44,7 @@ fn products(c: &mut Criterion) {
 /// One decoding row through the up projections of all 28 layers in turn (216 MB of weights,
 /// more than the caches hold): what single-stream decoding asks of memory bandwidth.
 fn from_memory(c: &mut Criterion) {
-    ponder_engine::set_threads(2);
-    let dir = std::env::var("PONDER_TEST_MODELS")
-        .unwrap_or_else(|_| format!("{}/.cache/ponder/test-models", std::env::var("HOME").unwrap()));
-    let path = format!("{dir}/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf");
-    let mut f = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e} (run `make setup`)"));
-    let ct = gguf_file::Content::read(&mut f).unwrap();
+    let (ct, mut f) = open_model();
     let layers: Vec<Arc<_>> = (0..28).map(|i| Arc::new(ct.tensor(&mut f, &format!("blk.{i}.ffn_up.weight"), &Device::Cpu).unwrap())).collect();
     let ours: Vec<KQuantMatrix> = layers.iter().map(|q| KQuantMatrix::new(q.clone()).unwrap()).collect();
     let candle: Vec<QMatMul> = layers.iter().map(|q| QMatMul::from_arc(q.clone()).unwrap()).collect();
@@ -55,7 +56,7 @@ fn from_memory(c: &mut Criterion) {
     g.bench_function("ponder", |b| b.iter(|| ours.iter().map(|w| w.forward(&x).unwrap()).count()));
     g.bench_function("candle", |b| b.iter(|| candle.iter().map(|w| w.forward(&x).unwrap()).count()));
     g.finish();
-    // The tied output projection: the largest matrix (Q6_K, 191 MB), read once per token.
+    // The tied output projection: the largest matrix (Q4_K, 131 MB), read once per token.
     let table = Arc::new(ct.tensor(&mut f, "token_embd.weight", &Device::Cpu).unwrap());
     let ours = KQuantMatrix::new(table.clone()).unwrap();
     let candle = QMatMul::from_arc(table.clone()).unwrap();

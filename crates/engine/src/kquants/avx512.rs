@@ -132,8 +132,13 @@ pub unsafe fn quantize(xs: &[f32; 256]) -> Q8K {
         return Q8K::ZERO;
     }
     // The first value of that magnitude: its sign sets the scale's.
-    let j = (0..16).find(|&j| _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(_mm512_abs_ps(x[j]), _mm512_set1_ps(amax)) != 0).unwrap_or(0);
-    let max = xs[16 * j + _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(_mm512_abs_ps(x[j]), _mm512_set1_ps(amax)).trailing_zeros() as usize];
+    let at = (0..16)
+        .find_map(|j| match _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(_mm512_abs_ps(x[j]), _mm512_set1_ps(amax)) {
+            0 => None,
+            mask => Some(16 * j + mask.trailing_zeros() as usize),
+        })
+        .unwrap_or(0);
+    let max = xs[at];
     let iscale = -127f32 / max;
     let mut y = Q8K::ZERO;
     for (j, &v) in x.iter().enumerate() {

@@ -151,15 +151,13 @@ impl Kernel {
     }
 
     /// How many activation rows one call of [`Kernel::dot_rows`] takes at most.
-    pub fn max_rows(self) -> usize {
-        4
-    }
+    pub const MAX_ROWS: usize = 4;
 
-    /// Dots of one weight row (GGUF blocks as in the file) with up to [`Kernel::max_rows`]
+    /// Dots of one weight row (GGUF blocks as in the file) with up to [`Kernel::MAX_ROWS`]
     /// activation rows, into `out`. AVX-512 reads packed weights instead (see [`matmul`]); here
     /// it runs the AVX2 kernel, which returns the same bits.
     pub fn dot_rows(self, format: Format, w: &[u8], acts: &[&[Q8K]], out: &mut [f32]) {
-        assert!(acts.len() <= self.max_rows() && acts.len() == out.len());
+        assert!(acts.len() <= Self::MAX_ROWS && acts.len() == out.len());
         let blocks = w.len() / format.block_bytes();
         assert!(acts.iter().all(|a| a.len() >= blocks) && w.len() % format.block_bytes() == 0);
         match self {
@@ -261,11 +259,17 @@ impl KQuantMatrix {
                 return matmul_packed(&parts, k, &xs, m).into_iter().zip(mats).map(|(o, w)| tensor(o, w.n)).collect();
             }
         }
+        // Some matrices kept their rows (a row count not a multiple of 16): one at a time.
         mats.iter()
-            .map(|w| match &w.stored {
-                Stored::Rows(t) => tensor(matmul(Kernel::best(), w.format, &t.data()?, w.n, k, &xs, m), w.n),
-                // Only on x86-64 (packing needs AVX-512), alone: the packed path above.
-                Stored::Packed(_) => Self::forward_all(&[w], x).map(|mut v| v.remove(0)),
+            .map(|w| {
+                let out = match &w.stored {
+                    Stored::Rows(t) => matmul(Kernel::best(), w.format, &t.data()?, w.n, k, &xs, m),
+                    #[cfg(target_arch = "x86_64")]
+                    Stored::Packed(p) => matmul_packed(&[Part { format: w.format, w: p, n: w.n }], k, &xs, m).remove(0),
+                    #[cfg(not(target_arch = "x86_64"))]
+                    Stored::Packed(_) => unreachable!("packing is for the AVX-512 kernels"),
+                };
+                tensor(out, w.n)
             })
             .collect()
     }
@@ -323,11 +327,11 @@ pub fn matmul(kernel: Kernel, format: Format, w: &[u8], n: usize, k: usize, xs: 
         let mut res = [0f32; 4];
         for j in rows {
             let row = &w[j * row_bytes..(j + 1) * row_bytes];
-            for (c, a) in acts.chunks(kernel.max_rows()).enumerate() {
+            for (c, a) in acts.chunks(Kernel::MAX_ROWS).enumerate() {
                 kernel.dot_rows(format, row, a, &mut res[..a.len()]);
                 for (l, &v) in res[..a.len()].iter().enumerate() {
                     // SAFETY: this task alone handles weight row `j`, so column `j`.
-                    unsafe { columns.set(c * kernel.max_rows() + l, j, v) };
+                    unsafe { columns.set(c * Kernel::MAX_ROWS + l, j, v) };
                 }
             }
         }
