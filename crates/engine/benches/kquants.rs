@@ -41,25 +41,38 @@ fn products(c: &mut Criterion) {
     }
 }
 
-/// One decoding row through the up projections of all 28 layers in turn (216 MB of weights,
-/// more than the caches hold): what single-stream decoding asks of memory bandwidth.
+/// Products whose weights come from memory, as in the model (more than the caches hold): the
+/// up and down projections of all 28 layers in turn (216 MB of Q4_K; 190 MB of Q4_K and Q6_K),
+/// for one decoding row, which asks for memory bandwidth, and for a batch of eight, where the
+/// arithmetic has to overlap the loads. Then the output projection, read once per token.
 fn from_memory(c: &mut Criterion) {
     let (ct, mut f) = open_model();
-    let layers: Vec<Arc<_>> = (0..28).map(|i| Arc::new(ct.tensor(&mut f, &format!("blk.{i}.ffn_up.weight"), &Device::Cpu).unwrap())).collect();
-    let ours: Vec<KQuantMatrix> = layers.iter().map(|q| KQuantMatrix::new(q.clone()).unwrap()).collect();
-    let candle: Vec<QMatMul> = layers.iter().map(|q| QMatMul::from_arc(q.clone()).unwrap()).collect();
-    let x = Tensor::from_vec((0..1536).map(|i| (i * 7919 % 1000) as f32 / 500.0 - 1.0).collect::<Vec<f32>>(), (1, 1536), &Device::Cpu).unwrap();
-    let bytes: usize = layers.iter().map(|q| q.storage_size_in_bytes()).sum();
-    let mut g = c.benchmark_group("ffn_up of 28 layers, one row");
-    g.sample_size(20);
-    g.throughput(Throughput::Bytes(bytes as u64));
-    g.bench_function("ponder", |b| b.iter(|| ours.iter().map(|w| w.forward(&x).unwrap()).count()));
-    g.bench_function("candle", |b| b.iter(|| candle.iter().map(|w| w.forward(&x).unwrap()).count()));
-    g.finish();
-    // The tied output projection: the largest matrix (Q4_K, 131 MB), read once per token.
-    let table = Arc::new(ct.tensor(&mut f, "token_embd.weight", &Device::Cpu).unwrap());
+    let input = |m: usize, k: usize| {
+        Tensor::from_vec((0..m * k).map(|i| (i * 7919 % 1000) as f32 / 500.0 - 1.0).collect::<Vec<f32>>(), (m, k), &Device::Cpu).unwrap()
+    };
+    for name in ["ffn_up", "ffn_down"] {
+        let layers: Vec<Arc<_>> =
+            (0..28).map(|i| Arc::new(ct.tensor(&mut f, &format!("blk.{i}.{name}.weight"), &Device::Cpu).unwrap())).collect();
+        let k = layers[0].shape().dims2().unwrap().1;
+        let ours: Vec<KQuantMatrix> = layers.iter().map(|q| KQuantMatrix::new(q.clone()).unwrap()).collect();
+        let candle: Vec<QMatMul> = layers.iter().map(|q| QMatMul::from_arc(q.clone()).unwrap()).collect();
+        let bytes: usize = layers.iter().map(|q| q.storage_size_in_bytes()).sum();
+        for (m, rows) in [(1, "one row"), (8, "8 rows")] {
+            let x = input(m, k);
+            let mut g = c.benchmark_group(format!("{name} of 28 layers, {rows}"));
+            g.sample_size(20);
+            g.throughput(Throughput::Bytes(bytes as u64));
+            g.bench_function("ponder", |b| b.iter(|| ours.iter().map(|w| w.forward(&x).unwrap()).count()));
+            g.bench_function("candle", |b| b.iter(|| candle.iter().map(|w| w.forward(&x).unwrap()).count()));
+            g.finish();
+        }
+    }
+    // The output projection: the largest matrix (Q6_K, 191 MB, in the test model; the
+    // embedding table where the two are tied).
+    let table = Arc::new(ct.tensor(&mut f, "output.weight", &Device::Cpu).or_else(|_| ct.tensor(&mut f, "token_embd.weight", &Device::Cpu)).unwrap());
     let ours = KQuantMatrix::new(table.clone()).unwrap();
     let candle = QMatMul::from_arc(table.clone()).unwrap();
+    let x = input(1, 1536);
     let mut g = c.benchmark_group(format!("output projection {:?}, one row", table.dtype()));
     g.sample_size(10);
     g.throughput(Throughput::Bytes(table.storage_size_in_bytes() as u64));

@@ -340,7 +340,10 @@ impl Worker {
                 let s = by_index[*i].take().expect("each sequence is planned once");
                 inputs.push(StepInput { tokens: &s.tokens[r.clone()], cache: s.cache.as_mut().expect("cache set above"), want_logits: want });
             }
-            self.model.forward(&mut inputs)
+            let t = Instant::now();
+            let result = self.model.forward(&mut inputs);
+            tracing::trace!(tokens = ?inputs.iter().map(|s| s.tokens.len()).collect::<Vec<_>>(), elapsed = ?t.elapsed(), "step");
+            result
         };
         let logits = match result.and_then(|l| l.map(|l| l.to_vec2::<f32>()).transpose()) {
             Ok(l) => l.unwrap_or_default(),

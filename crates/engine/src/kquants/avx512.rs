@@ -81,6 +81,9 @@ unsafe fn q6k_values<S: Source>(p: *const u8, n: usize, g: usize) -> [__m512i; 4
     }
     // ggml's order: runs k take their low bits from ql (dwords 16n + g, then 16n + 8 + g; low
     // then high nibbles) and two high bits from qh (dword 8n + g, bits 2k).
+    prefetch(p, 64 * (16 * n + g));
+    prefetch(p, 64 * (16 * n + 8 + g));
+    prefetch(p, 2048 + 64 * (8 * n + g));
     let l0 = _mm512_loadu_si512(p.add(64 * (16 * n + g)) as *const _);
     let l1 = _mm512_loadu_si512(p.add(64 * (16 * n + 8 + g)) as *const _);
     let hb = _mm512_loadu_si512(p.add(2048 + 64 * (8 * n + g)) as *const _);
@@ -110,6 +113,9 @@ pub unsafe fn unpack_q6k(w: &[u8], out: &mut Vec<u8>) {
     out.resize(blocks * to, 0);
     for i in 0..blocks {
         let (p, q) = (w.as_ptr().add(i * from), out.as_mut_ptr().add(i * to));
+        for l in 0..5 {
+            prefetch(p, meta + 64 * l);
+        }
         for j in 0..16 {
             for (k, v) in q6k_values::<Packed>(p, j / 8, j % 8).into_iter().enumerate() {
                 _mm512_storeu_si512(q.add(256 * j + 64 * k) as *mut _, v);
@@ -159,6 +165,24 @@ pub unsafe fn quantize(xs: &[f32; 256]) -> Q8K {
     y
 }
 
+/// How far ahead of its loads a kernel asks for the weights, in bytes (four Q4_K super-blocks
+/// of sixteen rows, about three of Q6_K), and into L2. Two cases need it:
+/// - several activation rows: the kernels then compute longer than memory takes to deliver a
+///   block, and with the hardware prefetcher alone the two waited on each other;
+/// - Q6_K, whose loads jump between its low-bit, high-bit and scale regions: the hardware
+///   prefetcher does not follow them, and one row read its weights at 2/3 of the bandwidth.
+/// One row of Q4_K, read in order, is faster without (the prefetches only cost issue slots).
+/// Into L1 instead of L2 was slower for one row. Measured with criterion's `of 28 layers` and
+/// `output projection` groups (figures in the closing note of issue #3).
+const PREFETCH_AHEAD: usize = 4 * Q4K_PACKED;
+
+/// Asks for the cache line `at + PREFETCH_AHEAD` bytes past `p`, which may lie past the end
+/// of the weights (a prefetch never faults).
+#[inline(always)]
+unsafe fn prefetch(p: *const u8, at: usize) {
+    _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(PREFETCH_AHEAD + at) as *const i8);
+}
+
 /// Four activations from `x`, in every lane.
 #[inline(always)]
 unsafe fn bcast(x: *const i8) -> __m512i {
@@ -188,6 +212,9 @@ pub unsafe fn q4k<const R: usize>(w: &[u8], acts: &[ActRow], out: &mut [[f32; 16
             // Chunk c: low nibbles are sub-block 2c, high nibbles 2c + 1.
             let (mut lo, mut hi) = ([_mm512_setzero_si512(); R], [_mm512_setzero_si512(); R]);
             for g in 0..8 {
+                if R > 1 {
+                    prefetch(p, 64 * (8 * c + g));
+                }
                 let v = _mm512_loadu_si512(p.add(64 * (8 * c + g)) as *const _);
                 let (vl, vh) = (_mm512_and_si512(v, lo_mask), _mm512_and_si512(v, hi_mask));
                 for r in 0..R {
@@ -200,6 +227,11 @@ pub unsafe fn q4k<const R: usize>(w: &[u8], acts: &[ActRow], out: &mut [[f32; 16
             for r in 0..R {
                 let both = _mm512_add_epi32(_mm512_mullo_epi32(lo[r], s_lo), _mm512_mullo_epi32(hi[r], s_hi));
                 isum16[r] = _mm512_add_epi32(isum16[r], both);
+            }
+        }
+        if R > 1 {
+            for l in 0..5 {
+                prefetch(p, meta + 64 * l);
             }
         }
         let mut msum = [_mm512_setzero_si512(); R];
@@ -259,6 +291,11 @@ pub unsafe fn q6k<const R: usize, S: Source>(w: &[u8], acts: &[ActRow], out: &mu
                         isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(_mm512_sub_epi32(dot[r], offset), scale));
                     }
                 }
+            }
+        }
+        if !S::UNPACKED {
+            for l in 0..5 {
+                prefetch(p, meta + 64 * l);
             }
         }
         let d = _mm512_cvtph_ps(_mm256_loadu_si256(p.add(meta + 256) as *const _));
