@@ -31,7 +31,11 @@ impl Default for BenchOptions {
 #[derive(Debug, Clone, Serialize)]
 pub struct AggregatePoint {
     pub sequences: usize,
+    /// While all the sequences decode (see [`concurrent_decode_rate`]).
     pub tok_s: f64,
+    /// Over the whole run, from the first token of any sequence to the end of the last: it
+    /// also counts the steps that read later prompts, and the tail where fewer remain.
+    pub whole_run_tok_s: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -108,10 +112,13 @@ struct Timing {
     first: Option<Instant>,
     done: Option<Instant>,
     tokens: usize,
+    /// When each text delta arrived (a token each, or fewer deltas than tokens when a
+    /// character spans tokens).
+    deltas: Vec<Instant>,
 }
 
 fn drive(handles: &[crate::engine::RequestHandle], submitted: Instant) -> Vec<Timing> {
-    let mut out: Vec<Timing> = handles.iter().map(|_| Timing { submitted, first: None, done: None, tokens: 0 }).collect();
+    let mut out: Vec<Timing> = handles.iter().map(|_| Timing { submitted, first: None, done: None, tokens: 0, deltas: Vec::new() }).collect();
     let mut open = handles.len();
     while open > 0 {
         for (h, t) in handles.iter().zip(out.iter_mut()) {
@@ -121,7 +128,9 @@ fn drive(handles: &[crate::engine::RequestHandle], submitted: Instant) -> Vec<Ti
             while let Ok(ev) = h.try_recv() {
                 match ev {
                     Event::Delta { .. } => {
-                        t.first.get_or_insert_with(Instant::now);
+                        let now = Instant::now();
+                        t.first.get_or_insert(now);
+                        t.deltas.push(now);
                     }
                     Event::Finished { usage, .. } => {
                         t.done = Some(Instant::now());
@@ -139,6 +148,21 @@ fn drive(handles: &[crate::engine::RequestHandle], submitted: Instant) -> Vec<Ti
         std::thread::sleep(Duration::from_millis(1));
     }
     out
+}
+
+/// Tokens per second, all sequences together, while every one of them decodes: from the
+/// moment the last one to start gives its first token (every prompt is read) until the first
+/// one finishes. Outside that window the batch is smaller, or steps also read prompts, which
+/// is prefill. Each step of the window gives every sequence one token, so the last one's
+/// deltas count the steps (a character that spans tokens can only lower the figure).
+fn concurrent_decode_rate(t: &[Timing]) -> f64 {
+    let Some(last) = t.iter().filter(|t| t.first.is_some()).max_by_key(|t| t.first) else { return 0.0 };
+    let end = t.iter().filter_map(|t| t.done).min().expect("every sequence finishes");
+    let window: Vec<&Instant> = last.deltas.iter().take_while(|&&d| d <= end).collect();
+    match (window.first(), window.last()) {
+        (Some(&&a), Some(&&b)) if b > a => (t.len() * (window.len() - 1)) as f64 / (b - a).as_secs_f64(),
+        _ => 0.0,
+    }
 }
 
 pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<BenchReport> {
@@ -170,20 +194,25 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
 
     let mut aggregate = Vec::new();
     for &n in &opts.batch_sizes {
-        let mut xs = Vec::new();
+        let (mut xs, mut whole) = (Vec::new(), Vec::new());
         for r in 0..opts.runs {
             progress(&format!("aggregate decode with {n} sequences, run {}/{}", r + 1, opts.runs));
-            // Different prompt and output lengths, so sequences join and leave at different steps.
-            let handles = (0..n)
-                .map(|i| engine.submit(request(filler(&engine, 16 + 8 * i, i + r), opts.decode_tokens / 2 + 8 * i, Priority::Batch)))
+            // Different prompt and output lengths. The prompts are built first so that every
+            // request arrives at once.
+            let prompts: Vec<String> = (0..n).map(|i| filler(&engine, 16 + 8 * i, i + r)).collect();
+            let handles = prompts
+                .into_iter()
+                .enumerate()
+                .map(|(i, p)| engine.submit(request(p, opts.decode_tokens / 2 + 8 * i, Priority::Batch)))
                 .collect::<Result<Vec<_>>>()?;
             let t = drive(&handles, Instant::now());
+            xs.push(concurrent_decode_rate(&t));
             let start = t.iter().filter_map(|t| t.first).min().unwrap();
             let end = t.iter().filter_map(|t| t.done).max().unwrap();
             let tokens: usize = t.iter().map(|t| t.tokens.saturating_sub(1)).sum();
-            xs.push(tokens as f64 / end.duration_since(start).as_secs_f64());
+            whole.push(tokens as f64 / end.duration_since(start).as_secs_f64());
         }
-        aggregate.push(AggregatePoint { sequences: n, tok_s: median(xs) });
+        aggregate.push(AggregatePoint { sequences: n, tok_s: median(xs), whole_run_tok_s: median(whole) });
     }
 
     let mut ttft = Vec::new();

@@ -52,7 +52,7 @@ pub fn run(args: Args, model: Option<PathBuf>, threads: usize) -> Result<()> {
     println!("single decode   {:.1} tok/s", report.single_decode_tok_s);
     println!("prefill         {:.1} tok/s", report.prefill_tok_s);
     for p in &report.aggregate {
-        println!("aggregate x{:<3}  {:.1} tok/s", p.sequences, p.tok_s);
+        println!("aggregate x{:<3}  {:.1} tok/s while all decode, {:.1} over the whole run", p.sequences, p.tok_s, p.whole_run_tok_s);
     }
     println!("chat TTFT, load {:.2} s", report.chat_ttft_under_load_s);
     println!(
