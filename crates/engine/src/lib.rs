@@ -17,6 +17,7 @@ pub mod model;
 mod parallel;
 pub mod qwen2;
 pub mod request;
+mod rowwise;
 pub mod sampler;
 mod scheduler;
 mod sequence;

@@ -2,8 +2,33 @@
 //! operations. A second pool of busy threads (rayon's) would compete with them for the cores,
 //! since candle's workers keep spinning for a while after each operation.
 
+use std::marker::PhantomData;
 use std::ops::Range;
 use std::sync::Mutex;
+
+/// A buffer that parallel tasks fill in disjoint parts.
+pub struct Disjoint<'a> {
+    ptr: *mut f32,
+    len: usize,
+    _buffer: PhantomData<&'a mut [f32]>,
+}
+
+// SAFETY: tasks only reach the buffer through `slice`, whose callers promise disjoint ranges.
+unsafe impl Sync for Disjoint<'_> {}
+
+impl<'a> Disjoint<'a> {
+    pub fn new(buffer: &'a mut [f32]) -> Self {
+        Self { ptr: buffer.as_mut_ptr(), len: buffer.len(), _buffer: PhantomData }
+    }
+
+    /// # Safety
+    /// No other task uses any part of `range` while the slice lives.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn slice(&self, range: Range<usize>) -> &mut [f32] {
+        assert!(range.start <= range.end && range.end <= self.len);
+        std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.len())
+    }
+}
 
 /// Runs `f` over chunks of `0..items` on candle's threads, the caller's included.
 ///

@@ -11,6 +11,7 @@ use crate::model::KQuantKernels;
 use crate::attention;
 use crate::kv_cache::{LayerCache, SeqCache};
 use crate::parallel;
+use crate::rowwise;
 use candle_core::quantized::{gguf_file, GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 use std::sync::Arc;
@@ -108,13 +109,17 @@ impl Linear {
 
 #[derive(Debug, Clone)]
 struct RmsNorm {
-    weight: Tensor,
+    weight: Vec<f32>,
     eps: f32,
 }
 
 impl RmsNorm {
+    fn new(weight: Tensor, eps: f32) -> candle_core::Result<Self> {
+        Ok(Self { weight: weight.to_dtype(DType::F32)?.to_vec1()?, eps })
+    }
+
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        candle_nn::ops::rms_norm(x, &self.weight, self.eps)
+        rowwise::rms_norm(x, &self.weight, self.eps)
     }
 }
 
@@ -235,17 +240,17 @@ impl Qwen2 {
             // Tied embeddings (both test models): the output projection reuses the table.
             Err(_) => Linear { weight: embed.as_weights(kernels)?, bias: None },
         };
-        let norm = RmsNorm { weight: dense(get("output_norm.weight")?)?, eps };
+        let norm = RmsNorm::new(dense(get("output_norm.weight")?)?, eps)?;
         let mut layers = Vec::with_capacity(config.num_layers);
         for i in 0..config.num_layers {
             let p = format!("blk.{i}");
             layers.push(Layer {
-                attn_norm: RmsNorm { weight: dense(get(&format!("{p}.attn_norm.weight"))?)?, eps },
+                attn_norm: RmsNorm::new(dense(get(&format!("{p}.attn_norm.weight"))?)?, eps)?,
                 q: linear(&mut get, &format!("{p}.attn_q"), true)?,
                 k: linear(&mut get, &format!("{p}.attn_k"), true)?,
                 v: linear(&mut get, &format!("{p}.attn_v"), true)?,
                 o: linear(&mut get, &format!("{p}.attn_output"), false)?,
-                ffn_norm: RmsNorm { weight: dense(get(&format!("{p}.ffn_norm.weight"))?)?, eps },
+                ffn_norm: RmsNorm::new(dense(get(&format!("{p}.ffn_norm.weight"))?)?, eps)?,
                 gate: linear(&mut get, &format!("{p}.ffn_gate"), false)?,
                 up: linear(&mut get, &format!("{p}.ffn_up"), false)?,
                 down: linear(&mut get, &format!("{p}.ffn_down"), false)?,
@@ -267,7 +272,7 @@ impl Qwen2 {
             Ok(Linear { weight: Weights::Candle(QMatMul::Tensor(w)), bias: b })
         };
         let norm = |vb: candle_nn::VarBuilder| -> Result<RmsNorm> {
-            Ok(RmsNorm { weight: vb.get(h, "weight")?.to_dtype(DType::F32)?, eps })
+            RmsNorm::new(vb.get(h, "weight")?, eps)
         };
         let m = vb.pp("model");
         let embed = m.pp("embed_tokens").get((config.vocab_size, h), "weight")?.to_dtype(DType::F32)?;
@@ -393,8 +398,7 @@ impl Qwen2 {
             let x1 = (layer.o.forward(&attn)? + residual)?;
             let h = layer.ffn_norm.forward(&x1)?;
             let [gate, up] = Linear::forward_all([&layer.gate, &layer.up], &h)?;
-            let gate = candle_nn::ops::silu(&gate)?;
-            x = (layer.down.forward(&(gate * up)?)? + x1)?;
+            x = (layer.down.forward(&rowwise::silu_mul(&gate, &up)?)? + x1)?;
         }
         for s in inputs.iter_mut() {
             s.cache.commit(s.tokens.len());
