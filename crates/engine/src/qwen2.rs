@@ -9,8 +9,7 @@
 use crate::kquants::KQuantMatrix;
 use crate::model::KQuantKernels;
 use crate::attention;
-use crate::kv_cache::{LayerCache, SeqCache};
-use crate::parallel;
+use crate::kv_cache::SeqCache;
 use crate::rowwise;
 use candle_core::quantized::{gguf_file, GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
@@ -354,47 +353,24 @@ impl Qwen2 {
             let v = v.reshape((total, nkv, hd))?.transpose(0, 1)?.contiguous()?; // (nkv, T, hd)
 
             let (qv, kv, vv) = (flat(&q)?, flat(&k)?, flat(&v)?);
-            let mut spans = Vec::with_capacity(inputs.len());
             let mut offset = 0;
             for s in inputs.iter_mut() {
                 let len = s.tokens.len();
                 let (k_s, v_s) = (rows(&kv, nkv, total, hd, offset, len), rows(&vv, nkv, total, hd, offset, len));
                 s.cache.layer_mut(li).append(nkv, hd, &k_s, &v_s);
-                spans.push((offset, len));
                 offset += len;
             }
-            // Decoding rows attend straight from their caches, in parallel (plain code); prompt
-            // chunks go through tensor operations, one sequence at a time.
-            let decoded = parallel::map(inputs.len(), |i| {
-                let ((offset, len), s) = (spans[i], &inputs[i]);
-                (len == 1).then(|| {
-                    let q_s = rows(&qv, nh, total, hd, offset, 1);
-                    attention::decode(&q_s, s.cache.layer(li), s.cache.len() + 1, nh, nkv, hd)
+            let spans: Vec<attention::Span> = inputs
+                .iter()
+                .scan(0, |first_row, s| {
+                    let rows = s.tokens.len();
+                    let span = attention::Span { cache: s.cache.layer(li), past: s.cache.len(), first_row: *first_row, rows };
+                    *first_row += rows;
+                    Some(span)
                 })
-            });
-            let mut outs = Vec::with_capacity(inputs.len());
-            for ((s, &(offset, len)), decoded) in inputs.iter().zip(&spans).zip(decoded) {
-                if let Some(y) = decoded {
-                    outs.push(Tensor::from_vec(y, (1, nh * hd), &self.device)?);
-                    continue;
-                }
-                if len == 0 {
-                    continue;
-                }
-                let (cache, ctx) = (s.cache.layer(li), s.cache.len() + len);
-                let history = |part: fn(&LayerCache, usize, usize, usize, &mut Vec<f32>)| {
-                    let mut all = Vec::with_capacity(nkv * ctx * hd);
-                    let mut head = Vec::new();
-                    for g in 0..nkv {
-                        part(cache, g, hd, ctx, &mut head);
-                        all.extend_from_slice(&head);
-                    }
-                    Tensor::from_vec(all, (nkv, ctx, hd), &self.device)
-                };
-                let (k_all, v_all) = (history(LayerCache::keys_into)?, history(LayerCache::values_into)?);
-                outs.push(attention(&q.narrow(1, offset, len)?, &k_all, &v_all, nh, nkv, hd)?);
-            }
-            let attn = Tensor::cat(&outs, 0)?; // (T, nh*hd)
+                .collect();
+            let attn = attention::attend(&qv, total, &spans, attention::Heads { heads: nh, kv_heads: nkv, hd });
+            let attn = Tensor::from_vec(attn, (total, nh * hd), &self.device)?;
             let x1 = (layer.o.forward(&attn)? + residual)?;
             let h = layer.ffn_norm.forward(&x1)?;
             let [gate, up] = Linear::forward_all([&layer.gate, &layer.up], &h)?;
@@ -440,52 +416,6 @@ fn rope(x: &Tensor, heads: usize, hd: usize, cos: &Tensor, sin: &Tensor) -> Resu
     let t = x.dim(0)?;
     let x = x.reshape((t, heads, hd))?.transpose(0, 1)?.contiguous()?.unsqueeze(0)?;
     candle_nn::rotary_emb::rope(&x, cos, sin)?.squeeze(0)
-}
-
-/// Causal attention of one sequence's new queries over its whole cache.
-///
-/// Query heads that share a KV head read that head's keys through a stride-0 broadcast, so K and
-/// V are never copied per head. The queries sit in a padded buffer on purpose: candle folds a
-/// batch over a shared right-hand side into one tall matmul, whose arithmetic depends on how
-/// many rows it holds; with the padding every head is its own `m = L` product, exactly the
-/// arithmetic of the stock model, whatever else runs in the step.
-fn attention(q: &Tensor, k: &Tensor, v: &Tensor, nh: usize, nkv: usize, hd: usize) -> Result<Tensor> {
-    let (_, len, _) = q.dims3()?;
-    let kv_len = k.dim(1)?;
-    let rep = nh / nkv;
-    let start = kv_len - len;
-    let mask = if len > 1 {
-        let mask: Vec<f32> = (0..len)
-            .flat_map(|i| (0..kv_len).map(move |j| if j > start + i { f32::NEG_INFINITY } else { 0.0 }))
-            .collect();
-        Some(Tensor::from_vec(mask, (1, len, kv_len), q.device())?)
-    } else {
-        None
-    };
-    let q = unfolded(q)?; // (nh, L, hd)
-    let mut heads = Vec::with_capacity(nkv);
-    for g in 0..nkv {
-        let q_g = q.narrow(0, g * rep, rep)?;
-        let k_g = k.narrow(0, g, 1)?.broadcast_as((rep, kv_len, hd))?;
-        let v_g = v.narrow(0, g, 1)?.broadcast_as((rep, kv_len, hd))?;
-        let att = (q_g.matmul(&k_g.t()?)? / (hd as f64).sqrt())?; // (rep, L, kv_len)
-        let att = match &mask {
-            Some(m) => att.broadcast_add(m)?,
-            None => att,
-        };
-        let att = candle_nn::ops::softmax_last_dim(&att)?;
-        heads.push(unfolded(&att)?.matmul(&v_g)?); // (rep, L, hd)
-    }
-    let y = Tensor::cat(&heads, 0)?; // (nh, L, hd)
-    y.transpose(0, 1)?.contiguous()?.reshape((len, nh * hd))
-}
-
-/// A copy of `(b, m, k)` whose batch stride is not `m * k` (see [`attention`]).
-fn unfolded(x: &Tensor) -> Result<Tensor> {
-    let (b, m, k) = x.dims3()?;
-    let buf = Tensor::zeros((b, m + 1, k), x.dtype(), x.device())?;
-    buf.slice_set(&x.contiguous()?, 1, 0)?;
-    buf.narrow(1, 0, m)
 }
 
 fn rope_tables(hd: usize, theta: f32, ctx: usize, device: &Device) -> Result<(Tensor, Tensor)> {
