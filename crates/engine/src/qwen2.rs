@@ -192,8 +192,7 @@ pub struct Qwen2 {
     layers: Vec<Layer>,
     norm: RmsNorm,
     output: Linear,
-    cos: Tensor,
-    sin: Tensor,
+    rope: rowwise::Rope,
     device: Device,
 }
 
@@ -310,8 +309,8 @@ impl Qwen2 {
         output: Linear,
         device: &Device,
     ) -> Result<Self> {
-        let (cos, sin) = rope_tables(config.head_dim, config.rope_theta, config.context_length, device)?;
-        Ok(Self { config, embed, layers, norm, output, cos, sin, device: device.clone() })
+        let rope = rowwise::Rope::new(config.head_dim, config.rope_theta, config.context_length);
+        Ok(Self { config, embed, layers, norm, output, rope, device: device.clone() })
     }
 
     /// Runs one step over a ragged batch. Returns one row of logits per input that asked for
@@ -337,9 +336,6 @@ impl Qwen2 {
             positions.extend((start..start + s.tokens.len()).map(|p| p as u32));
         }
         let ids = Tensor::from_vec(ids, total, &self.device)?;
-        let pos = Tensor::from_vec(positions, total, &self.device)?;
-        let cos = self.cos.index_select(&pos, 0)?;
-        let sin = self.sin.index_select(&pos, 0)?;
 
         let (nh, nkv, hd) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
         let mut x = self.embed.forward(&ids)?; // (T, H)
@@ -347,12 +343,10 @@ impl Qwen2 {
             let residual = x.clone();
             let h = layer.attn_norm.forward(&x)?;
             let [q, k, v] = Linear::forward_all([&layer.q, &layer.k, &layer.v], &h)?; // (T, nh*hd), (T, nkv*hd) × 2
-            // RoPE for all tokens at once: (1, heads, T, hd) with one cos/sin row per token.
-            let q = rope(&q, nh, hd, &cos, &sin)?;
-            let k = rope(&k, nkv, hd, &cos, &sin)?;
-            let v = v.reshape((total, nkv, hd))?.transpose(0, 1)?.contiguous()?; // (nkv, T, hd)
-
-            let (qv, kv, vv) = (flat(&q)?, flat(&k)?, flat(&v)?);
+            // Laid out by head, (heads, T, hd), q and k rotated for their positions.
+            let qv = self.rope.apply(&q, nh, &positions, true)?;
+            let kv = self.rope.apply(&k, nkv, &positions, true)?;
+            let vv = self.rope.apply(&v, nkv, &positions, false)?;
             let mut offset = 0;
             for s in inputs.iter_mut() {
                 let len = s.tokens.len();
@@ -400,29 +394,10 @@ impl Qwen2 {
     }
 }
 
-/// A tensor's values in row-major order.
-fn flat(t: &Tensor) -> Result<Vec<f32>> {
-    t.flatten_all()?.to_vec1::<f32>()
-}
-
 /// Rows `offset..offset + len` of every head of a `(heads, total, hd)` buffer, as
 /// `(heads, len, hd)`.
 fn rows(all: &[f32], heads: usize, total: usize, hd: usize, offset: usize, len: usize) -> Vec<f32> {
     (0..heads).flat_map(|h| &all[(h * total + offset) * hd..(h * total + offset + len) * hd]).copied().collect()
 }
 
-/// Applies RoPE to a `(T, heads*hd)` projection, returning `(heads, T, hd)`.
-fn rope(x: &Tensor, heads: usize, hd: usize, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
-    let t = x.dim(0)?;
-    let x = x.reshape((t, heads, hd))?.transpose(0, 1)?.contiguous()?.unsqueeze(0)?;
-    candle_nn::rotary_emb::rope(&x, cos, sin)?.squeeze(0)
-}
-
-fn rope_tables(hd: usize, theta: f32, ctx: usize, device: &Device) -> Result<(Tensor, Tensor)> {
-    let inv: Vec<f32> = (0..hd).step_by(2).map(|i| 1f32 / theta.powf(i as f32 / hd as f32)).collect();
-    let inv = Tensor::new(inv.as_slice(), device)?;
-    let t = Tensor::arange(0, ctx as u32, device)?.to_dtype(DType::F32)?.reshape((ctx, 1))?;
-    let freqs = t.matmul(&inv.reshape((1, hd / 2))?)?;
-    Ok((freqs.cos()?, freqs.sin()?))
-}
 
