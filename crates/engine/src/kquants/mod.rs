@@ -331,7 +331,7 @@ pub fn matmul(kernel: Kernel, format: Format, w: &[u8], n: usize, k: usize, xs: 
                 kernel.dot_rows(format, row, a, &mut res[..a.len()]);
                 for (l, &v) in res[..a.len()].iter().enumerate() {
                     // SAFETY: this task alone handles weight row `j`, so column `j`.
-                    unsafe { columns.set(c * Kernel::MAX_ROWS + l, j, v) };
+                    unsafe { columns.set(c * Kernel::MAX_ROWS + l, j, &[v]) };
                 }
             }
         }
@@ -400,10 +400,8 @@ fn matmul_packed(parts: &[Part], k: usize, xs: &[f32], m: usize) -> Vec<Vec<f32>
                     }
                 }
                 for (r, vals) in res[..a.len()].iter().enumerate() {
-                    for (l, &v) in vals.iter().enumerate() {
-                        // SAFETY: this task alone handles group `gi` of part `pi`, so these columns.
-                        unsafe { columns[pi].set(c * avx512::MAX_ROWS + r, gi * packed::ROWS + l, v) };
-                    }
+                    // SAFETY: this task alone handles group `gi` of part `pi`, so these columns.
+                    unsafe { columns[pi].set(c * avx512::MAX_ROWS + r, gi * packed::ROWS, vals) };
                 }
             }
         }
@@ -423,11 +421,13 @@ struct Columns {
 unsafe impl Sync for Columns {}
 
 impl Columns {
+    /// Writes `vs` to columns `col..col + vs.len()` of `row`.
+    ///
     /// # Safety
-    /// No other thread writes column `col` while this task runs.
-    unsafe fn set(&self, row: usize, col: usize, v: f32) {
-        assert!(row < self.m && col < self.n);
-        *self.ptr.add(row * self.n + col) = v;
+    /// No other thread writes these columns while this task runs.
+    unsafe fn set(&self, row: usize, col: usize, vs: &[f32]) {
+        assert!(row < self.m && col + vs.len() <= self.n);
+        std::ptr::copy_nonoverlapping(vs.as_ptr(), self.ptr.add(row * self.n + col), vs.len());
     }
 }
 
