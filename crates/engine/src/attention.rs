@@ -10,7 +10,6 @@
 use crate::kv_cache::LayerCache;
 use crate::parallel::{self, Disjoint};
 use crate::rowwise::exp;
-use std::sync::Mutex;
 
 /// Multiply-adds below which a step's attention stays on the calling thread.
 const PARALLEL_FROM: usize = 1 << 18;
@@ -39,29 +38,22 @@ pub fn attend(q: &[f32], total: usize, spans: &[Span], shape: Heads) -> Vec<f32>
     // A few short rows (one decoding sequence early on) cost less than handing them to the
     // pool, twice per layer.
     let work: usize = spans.iter().map(|s| s.rows * (s.past + s.rows)).sum::<usize>() * heads * hd;
-    let run = |n: usize, f: &(dyn Fn(std::ops::Range<usize>) + Sync)| match work < PARALLEL_FROM {
-        true => f(0..n),
-        false => parallel::for_chunks(n, f),
-    };
+    let parallel = work >= PARALLEL_FROM;
     // Each sequence's keys and values as f32, one buffer per KV head, converted once per step.
-    let history: Vec<Mutex<(Vec<f32>, Vec<f32>)>> = (0..spans.len() * kv_heads).map(|_| Default::default()).collect();
-    run(history.len(), &|items| {
-        for i in items {
-            let (s, g) = (&spans[i / kv_heads], i % kv_heads);
-            let len = s.past + s.rows;
-            let (mut k, mut v) = (Vec::new(), Vec::new());
-            s.cache.keys_into(g, hd, len, &mut k);
-            s.cache.values_into(g, hd, len, &mut v);
-            *history[i].lock().unwrap_or_else(|e| e.into_inner()) = (k, v);
-        }
+    let history: Vec<(Vec<f32>, Vec<f32>)> = parallel::map_when(parallel, spans.len() * kv_heads, |i| {
+        let (s, g) = (&spans[i / kv_heads], i % kv_heads);
+        let len = s.past + s.rows;
+        let (mut k, mut v) = (Vec::new(), Vec::new());
+        s.cache.keys_into(g, hd, len, &mut k);
+        s.cache.values_into(g, hd, len, &mut v);
+        (k, v)
     });
-    let history: Vec<(Vec<f32>, Vec<f32>)> = history.into_iter().map(|h| h.into_inner().unwrap_or_else(|e| e.into_inner())).collect();
     // Which span each row belongs to.
     let owner: Vec<usize> = spans.iter().enumerate().flat_map(|(i, s)| std::iter::repeat_n(i, s.rows)).collect();
     assert_eq!(owner.len(), total, "spans cover the step's rows");
     let mut out = vec![0f32; total * heads * hd];
     let dst = Disjoint::new(&mut out);
-    run(total * heads, &|tasks| {
+    parallel::for_chunks_when(parallel, total * heads, |tasks| {
         let mut scores = Vec::new();
         for task in tasks {
             let (row, h) = (task / heads, task % heads);

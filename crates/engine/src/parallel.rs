@@ -34,13 +34,27 @@ impl<'a> Disjoint<'a> {
 ///
 /// `f` must not run candle tensor operations: they would wait for the pool that is running `f`.
 pub fn for_chunks(items: usize, f: impl Fn(Range<usize>) + Sync) {
-    candle_core::utils::barrier_pool().execute_chunked(items, f);
+    for_chunks_when(true, items, f)
+}
+
+/// [`for_chunks`] when `worth_it`, else `f(0..items)` on the calling thread: small work costs
+/// less than handing it to the pool.
+pub fn for_chunks_when(worth_it: bool, items: usize, f: impl Fn(Range<usize>) + Sync) {
+    match worth_it {
+        true => candle_core::utils::barrier_pool().execute_chunked(items, f),
+        false => f(0..items),
+    }
 }
 
 /// `f(0)`, …, `f(n - 1)`, computed on candle's threads (see [`for_chunks`]), in order.
 pub fn map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    map_when(true, n, f)
+}
+
+/// [`map`], on the calling thread unless `worth_it` (see [`for_chunks_when`]).
+pub fn map_when<T: Send>(worth_it: bool, n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
     let slots: Vec<Mutex<Option<T>>> = (0..n).map(|_| Mutex::new(None)).collect();
-    for_chunks(n, |range| {
+    for_chunks_when(worth_it, n, |range| {
         for i in range {
             let v = f(i);
             *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
@@ -64,5 +78,6 @@ mod tests {
         assert_eq!(out, (0..1000).map(|i| i * i).collect::<Vec<_>>());
         assert_eq!(calls.into_inner(), 1000);
         assert!(super::map(0, |i| i).is_empty());
+        assert_eq!(super::map_when(false, 5, |i| i + 1), vec![1, 2, 3, 4, 5]);
     }
 }

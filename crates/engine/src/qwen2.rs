@@ -344,9 +344,9 @@ impl Qwen2 {
             let h = layer.attn_norm.forward(&x)?;
             let [q, k, v] = Linear::forward_all([&layer.q, &layer.k, &layer.v], &h)?; // (T, nh*hd), (T, nkv*hd) × 2
             // Laid out by head, (heads, T, hd), q and k rotated for their positions.
-            let qv = self.rope.apply(&q, nh, &positions, true)?;
-            let kv = self.rope.apply(&k, nkv, &positions, true)?;
-            let vv = self.rope.apply(&v, nkv, &positions, false)?;
+            let qv = self.rope.apply(&q, nh, &positions)?;
+            let kv = self.rope.apply(&k, nkv, &positions)?;
+            let vv = rowwise::by_head(&v, nkv, hd)?;
             let mut offset = 0;
             for s in inputs.iter_mut() {
                 let len = s.tokens.len();

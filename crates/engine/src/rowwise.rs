@@ -9,7 +9,6 @@
 
 use crate::parallel::{self, Disjoint};
 use candle_core::{CpuStorage, Device, Result, Storage, Tensor};
-use std::borrow::Cow;
 
 /// Values below this many go on the calling thread: handing them to the pool costs more.
 const PARALLEL_FROM: usize = 1 << 15;
@@ -21,19 +20,14 @@ fn with_values<T>(t: &Tensor, f: impl FnOnce(&[f32]) -> T) -> Result<T> {
         return Ok(f(&all[start..end]));
     }
     drop(storage);
-    let owned: Cow<[f32]> = Cow::Owned(t.flatten_all()?.to_dtype(candle_core::DType::F32)?.to_vec1()?);
-    Ok(f(&owned))
+    Ok(f(&t.flatten_all()?.to_dtype(candle_core::DType::F32)?.to_vec1::<f32>()?))
 }
 
 /// `out` split into rows of `width`, each filled by `f(row index, row)`, in parallel when large.
 fn fill_rows(out: &mut [f32], width: usize, f: impl Fn(usize, &mut [f32]) + Sync) {
-    let rows = out.len() / width;
-    if out.len() < PARALLEL_FROM {
-        out.chunks_exact_mut(width).enumerate().for_each(|(i, row)| f(i, row));
-        return;
-    }
+    let (rows, parallel) = (out.len() / width, out.len() >= PARALLEL_FROM);
     let dst = Disjoint::new(out);
-    parallel::for_chunks(rows, |range| {
+    parallel::for_chunks_when(parallel, rows, |range| {
         for i in range {
             // SAFETY: each row index is handed to exactly one task.
             f(i, unsafe { dst.slice(i * width..(i + 1) * width) });
@@ -98,38 +92,48 @@ impl Rope {
     }
 
     /// `x` (`(T, heads · hd)`, token `t` at `positions[t]`) rotated (the non-interleaved,
-    /// "rotate half" form Qwen2 uses), and laid out by head: `(heads, T, hd)`. Without
-    /// `rotate`, only the layout changes (for the values).
-    pub fn apply(&self, x: &Tensor, heads: usize, positions: &[u32], rotate: bool) -> Result<Vec<f32>> {
-        let (t, width) = x.dims2()?;
-        let (half, hd) = (self.half, 2 * self.half);
-        if width != heads * hd || positions.len() != t {
-            candle_core::bail!("rope of {t}×{width} for {heads} heads of {hd} and {} positions", positions.len());
+    /// "rotate half" form Qwen2 uses), laid out by head as [`by_head`] does.
+    pub fn apply(&self, x: &Tensor, heads: usize, positions: &[u32]) -> Result<Vec<f32>> {
+        let half = self.half;
+        if positions.len() != x.dim(0)? {
+            candle_core::bail!("rope of {} tokens at {} positions", x.dim(0)?, positions.len());
         }
         if let Some(p) = positions.iter().find(|&&p| (p as usize + 1) * half > self.cos.len()) {
             candle_core::bail!("position {p} is past the rotary tables");
         }
-        let mut out = vec![0f32; t * width];
-        with_values(x, |xs| {
-            fill_rows(&mut out, hd, |i, o| {
-                let (h, tok) = (i / t, i % t);
-                let v = &xs[tok * width + h * hd..][..hd];
-                if !rotate {
-                    o.copy_from_slice(v);
-                    return;
-                }
-                let p = positions[tok] as usize;
-                let (cos, sin) = (&self.cos[p * half..][..half], &self.sin[p * half..][..half]);
-                let (a, b) = v.split_at(half);
-                let (oa, ob) = o.split_at_mut(half);
-                for j in 0..half {
-                    oa[j] = a[j] * cos[j] - b[j] * sin[j];
-                    ob[j] = b[j] * cos[j] + a[j] * sin[j];
-                }
-            })
-        })?;
-        Ok(out)
+        heads_of(x, heads, 2 * half, |tok, v, o| {
+            let p = positions[tok] as usize;
+            let (cos, sin) = (&self.cos[p * half..][..half], &self.sin[p * half..][..half]);
+            let (a, b) = v.split_at(half);
+            let (oa, ob) = o.split_at_mut(half);
+            for j in 0..half {
+                oa[j] = a[j] * cos[j] - b[j] * sin[j];
+                ob[j] = b[j] * cos[j] + a[j] * sin[j];
+            }
+        })
     }
+}
+
+/// `x` (`(T, heads · hd)`) laid out by head, `(heads, T, hd)`: how attention reads it.
+pub fn by_head(x: &Tensor, heads: usize, hd: usize) -> Result<Vec<f32>> {
+    heads_of(x, heads, hd, |_, v, o| o.copy_from_slice(v))
+}
+
+/// `(heads, T, hd)` from `x` (`(T, heads · hd)`), each head row written by `f(token, x's
+/// values, out)`.
+fn heads_of(x: &Tensor, heads: usize, hd: usize, f: impl Fn(usize, &[f32], &mut [f32]) + Sync) -> Result<Vec<f32>> {
+    let (t, width) = x.dims2()?;
+    if width != heads * hd {
+        candle_core::bail!("{t}×{width} values are not {heads} heads of {hd}");
+    }
+    let mut out = vec![0f32; t * width];
+    with_values(x, |xs| {
+        fill_rows(&mut out, hd, |i, o| {
+            let (h, tok) = (i / t, i % t);
+            f(tok, &xs[tok * width + h * hd..][..hd], o)
+        })
+    })?;
+    Ok(out)
 }
 
 /// Sum of squares in eight independent lanes, which the compiler turns into vector code.
@@ -213,7 +217,7 @@ mod tests {
         let x: Vec<f32> = (0..t * heads * hd).map(|i| ((i * 37) % 101) as f32 / 50.0 - 1.0).collect();
         let x = Tensor::from_vec(x, (t, heads * hd), &dev).unwrap();
         let rope = Rope::new(hd, 10_000.0, 128);
-        let ours = rope.apply(&x, heads, &positions, true).unwrap();
+        let ours = rope.apply(&x, heads, &positions).unwrap();
         let pick = |table: &[f32]| {
             let rows: Vec<f32> = positions.iter().flat_map(|&p| table[p as usize * hd / 2..][..hd / 2].to_vec()).collect();
             Tensor::from_vec(rows, (t, hd / 2), &dev).unwrap()
@@ -221,9 +225,9 @@ mod tests {
         let heads_first = x.reshape((t, heads, hd)).unwrap().transpose(0, 1).unwrap().contiguous().unwrap();
         let theirs = candle_nn::rotary_emb::rope(&heads_first.unsqueeze(0).unwrap(), &pick(&rope.cos), &pick(&rope.sin)).unwrap();
         assert_eq!(ours, theirs.flatten_all().unwrap().to_vec1::<f32>().unwrap());
-        let plain = rope.apply(&x, heads, &positions, false).unwrap();
+        let plain = by_head(&x, heads, hd).unwrap();
         assert_eq!(plain, heads_first.flatten_all().unwrap().to_vec1::<f32>().unwrap());
-        assert!(rope.apply(&x, heads, &[0, 1, 2, 3, 128], true).is_err());
+        assert!(rope.apply(&x, heads, &[0, 1, 2, 3, 128]).is_err());
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub mod reference;
 
 use candle_core::quantized::{GgmlDType, QStorage, QTensor};
 use candle_core::{Device, Tensor};
-use crate::parallel;
+use crate::parallel::{self, Disjoint};
 use std::sync::{Arc, OnceLock};
 
 pub const QK_K: usize = 256;
@@ -322,7 +322,7 @@ pub fn matmul(kernel: Kernel, format: Format, w: &[u8], n: usize, k: usize, xs: 
     let acts = quantize_rows(xs, k, m);
     let acts: Vec<&[Q8K]> = acts.iter().map(|a| a.as_slice()).collect();
     let mut out = vec![0f32; m * n];
-    let columns = Columns { ptr: out.as_mut_ptr(), m, n };
+    let columns = Columns::new(&mut out, n);
     parallel::for_chunks(n, |rows| {
         let mut res = [0f32; 4];
         for j in rows {
@@ -359,7 +359,7 @@ fn matmul_packed(parts: &[Part], k: usize, xs: &[f32], m: usize) -> Vec<Vec<f32>
     let q8 = quantize_rows(xs, k, m);
     let acts: Vec<avx512::ActRow> = q8.iter().map(|q| avx512::ActRow::new(q)).collect();
     let mut outs: Vec<Vec<f32>> = parts.iter().map(|p| vec![0f32; m * p.n]).collect();
-    let columns: Vec<Columns> = outs.iter_mut().zip(parts).map(|(o, p)| Columns { ptr: o.as_mut_ptr(), m, n: p.n }).collect();
+    let columns: Vec<Columns> = outs.iter_mut().zip(parts).map(|(o, p)| Columns::new(o, p.n)).collect();
     // Every part's groups in one list: part `i`'s start at `starts[i]`.
     let starts: Vec<usize> = parts.iter().scan(0, |at, p| Some(std::mem::replace(at, *at + p.n / packed::ROWS))).collect();
     let groups: usize = parts.iter().map(|p| p.n / packed::ROWS).sum();
@@ -411,23 +411,24 @@ fn matmul_packed(parts: &[Part], k: usize, xs: &[f32], m: usize) -> Vec<Vec<f32>
 
 /// The `(m, n)` result, written by tasks that each own a range of its columns (weight rows):
 /// each result goes straight to its place, with no per-task buffer to transpose afterwards.
-struct Columns {
-    ptr: *mut f32,
-    m: usize,
+struct Columns<'a> {
+    out: Disjoint<'a>,
     n: usize,
 }
 
-// SAFETY: tasks write disjoint elements (see `set`), and `matmul` holds the buffer until all end.
-unsafe impl Sync for Columns {}
+impl<'a> Columns<'a> {
+    fn new(out: &'a mut [f32], n: usize) -> Self {
+        Self { out: Disjoint::new(out), n }
+    }
 
-impl Columns {
     /// Writes `vs` to columns `col..col + vs.len()` of `row`.
     ///
     /// # Safety
     /// No other thread writes these columns while this task runs.
     unsafe fn set(&self, row: usize, col: usize, vs: &[f32]) {
-        assert!(row < self.m && col + vs.len() <= self.n);
-        std::ptr::copy_nonoverlapping(vs.as_ptr(), self.ptr.add(row * self.n + col), vs.len());
+        assert!(col + vs.len() <= self.n);
+        let at = row * self.n + col;
+        self.out.slice(at..at + vs.len()).copy_from_slice(vs);
     }
 }
 
