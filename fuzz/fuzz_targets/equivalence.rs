@@ -5,5 +5,5 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let s = String::from_utf8_lossy(data);
     let (gold, pred) = s.split_once('\u{1f}').unwrap_or((&s, "1"));
-    let _ = ponder_jobs::equivalence::check(gold, pred);
+    let _ = ponder_answers::equivalence::check(gold, pred);
 });

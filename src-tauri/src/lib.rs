@@ -22,7 +22,8 @@ pub fn run() {
             let settings = settings::SettingsState::load(paths.clone());
             let current = settings.get();
             // Threads are fixed for the life of the process (candle's pool is global).
-            ponder_engine::set_threads(current.threads);
+            ponder_engine::process::set_threads(current.threads);
+            ponder_engine::process::keep_freed_step_buffers();
             let engine = Arc::new(engine::EngineState::default());
             if let model::ModelStatus::Ready { info } = model::status(&current) {
                 engine.load(info.path, &current);

@@ -60,7 +60,8 @@ fn main() {
         .threads
         .or(config.threads)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    ponder_engine::set_threads(threads);
+    ponder_engine::process::set_threads(threads);
+    ponder_engine::process::keep_freed_step_buffers();
     let result = match cli.command {
         Command::Chat(args) => commands::chat::run(args, cli.model, threads).map(|_| 0),
         Command::Bench(args) => commands::bench::run(args, cli.model, threads).map(|_| 0),

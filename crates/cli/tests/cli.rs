@@ -2,7 +2,8 @@
 
 mod common;
 
-use common::{count_samples, keyed_csv, ponder, samples, small_model};
+use common::{count_samples, keyed_csv, ponder, samples};
+use ponder_testkit::small_model;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -115,7 +116,7 @@ fn run_survives_sigkill_and_resumes_without_losing_or_repeating_samples() {
         assert_eq!(r["samples"].as_array().unwrap().len(), 2);
         let verdict = r["verdict"].as_str().unwrap();
         assert!(["confirmed", "disputed"].contains(&verdict), "greedy samples agree: {r}");
-        let matches_key = ponder_jobs::equivalence::equivalent(r["key"].as_str().unwrap(), r["majority"].as_str().unwrap());
+        let matches_key = ponder_answers::equivalence::equivalent(r["key"].as_str().unwrap(), r["majority"].as_str().unwrap());
         assert_eq!(verdict == "confirmed", matches_key, "{r}");
         for s in r["samples"].as_array().unwrap() {
             for f in ["answer", "extracted", "thinking", "finish_reason", "tokens"] {
@@ -124,7 +125,7 @@ fn run_survives_sigkill_and_resumes_without_losing_or_repeating_samples() {
         }
     }
     let confirmed = rows.iter().filter(|r| r["verdict"] == "confirmed").count();
-    let md = std::fs::read_to_string(d.path().join("results.report.md")).unwrap();
+    let md = std::fs::read_to_string(d.path().join("set.report.md")).unwrap();
     assert!(md.contains("6 problems"), "{md}");
     if confirmed > 0 {
         assert!(md.contains(&format!("| confirmed | {confirmed} |")), "{md}");

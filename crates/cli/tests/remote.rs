@@ -5,7 +5,8 @@
 
 mod common;
 
-use common::{count_samples, free_port, keyed_csv, ponder, samples, serve, small_model};
+use common::{count_samples, free_port, keyed_csv, ponder, samples, serve};
+use ponder_testkit::small_model;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;

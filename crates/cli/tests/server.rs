@@ -3,7 +3,8 @@
 
 mod common;
 
-use common::{free_port, r1_model, serve, Server};
+use common::{free_port, serve, Server};
+use ponder_testkit::r1_model;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -15,8 +16,7 @@ fn start(model: &std::path::Path, args: &[&str]) -> (Server, u16) {
 
 #[test]
 fn openai_python_client_against_ponder_serve() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = r1_model(dir.path());
+    let model = r1_model();
     let (_server, port) = start(&model, &["--api-key", "sekrit"]);
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/openai_client.py");
     let out = Command::new("python3").arg(&script).arg(format!("http://127.0.0.1:{port}/v1")).arg("sekrit").output().unwrap();
@@ -34,8 +34,7 @@ fn queue_full_is_503_and_public_address_needs_a_key() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("refusing to listen on 0.0.0.0 without --api-key"));
 
-    let dir = tempfile::tempdir().unwrap();
-    let model = r1_model(dir.path());
+    let model = r1_model();
     let (_server, port) = start(&model, &["--max-seqs", "1", "--max-waiting", "1"]);
     // Raw completions that cannot end early (no loop cut, no end-of-sequence): the first runs,
     // the second waits, whatever the speed of the machine.

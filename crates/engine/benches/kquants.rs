@@ -12,11 +12,9 @@ use std::sync::Arc;
 
 /// The 1.5B test model's header and file, with the engine's thread count set as `ponder bench` does.
 fn open_model() -> (gguf_file::Content, std::fs::File) {
-    ponder_engine::set_threads(2);
-    let dir = std::env::var("PONDER_TEST_MODELS")
-        .unwrap_or_else(|_| format!("{}/.cache/ponder/test-models", std::env::var("HOME").unwrap()));
-    let path = format!("{dir}/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf");
-    let mut f = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e} (run `make setup`)"));
+    ponder_testkit::threads();
+    let path = ponder_testkit::large_model();
+    let mut f = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let ct = gguf_file::Content::read(&mut f).unwrap();
     (ct, f)
 }

@@ -3,7 +3,7 @@
 //! median of several runs, since the machines this runs on are shared and noisy.
 
 use crate::engine::{Engine, EngineConfig};
-use crate::model::{load, LoadOptions};
+use crate::loader::{load, LoadOptions};
 use crate::request::{Event, GenerateRequest, Priority};
 use crate::sampler::SamplingParams;
 use crate::Result;
@@ -117,11 +117,11 @@ struct Timing {
     deltas: Vec<Instant>,
 }
 
-fn drive(handles: &[crate::engine::RequestHandle], submitted: Instant) -> Vec<Timing> {
+fn drive(handles: &mut [crate::engine::RequestHandle], submitted: Instant) -> Vec<Timing> {
     let mut out: Vec<Timing> = handles.iter().map(|_| Timing { submitted, first: None, done: None, tokens: 0, deltas: Vec::new() }).collect();
     let mut open = handles.len();
     while open > 0 {
-        for (h, t) in handles.iter().zip(out.iter_mut()) {
+        for (h, t) in handles.iter_mut().zip(out.iter_mut()) {
             if t.done.is_some() {
                 continue;
             }
@@ -173,14 +173,14 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
     let max_batch = opts.batch_sizes.iter().copied().max().unwrap_or(1).max(9);
     let engine = Engine::start(loaded, EngineConfig { max_seqs: max_batch, ..Default::default() })?;
     // Warm up: the first matmuls repack weights.
-    drive(&[engine.submit(request(filler(&engine, 300, 0), 8, Priority::Batch))?], Instant::now());
+    drive(&mut [engine.submit(request(filler(&engine, 300, 0), 8, Priority::Batch))?], Instant::now());
 
     let mut single = Vec::new();
     let mut prefill = Vec::new();
     for r in 0..opts.runs {
         progress(&format!("single-stream decode, run {}/{}", r + 1, opts.runs));
         let now = Instant::now();
-        let t = drive(&[engine.submit(request(filler(&engine, 20, r), opts.decode_tokens, Priority::Interactive))?], now);
+        let t = drive(&mut [engine.submit(request(filler(&engine, 20, r), opts.decode_tokens, Priority::Interactive))?], now);
         let (first, done) = (t[0].first.unwrap(), t[0].done.unwrap());
         single.push((t[0].tokens.saturating_sub(1)) as f64 / done.duration_since(first).as_secs_f64());
 
@@ -188,7 +188,7 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
         let prompt = filler(&engine, opts.prefill_tokens, 100 + r);
         let n = engine.tokenizer().encode_plain(&prompt)?.len();
         let now = Instant::now();
-        let t = drive(&[engine.submit(request(prompt, 1, Priority::Interactive))?], now);
+        let t = drive(&mut [engine.submit(request(prompt, 1, Priority::Interactive))?], now);
         prefill.push(n as f64 / t[0].first.unwrap().duration_since(now).as_secs_f64());
     }
 
@@ -200,12 +200,12 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
             // Different prompt and output lengths. The prompts are built first so that every
             // request arrives at once.
             let prompts: Vec<String> = (0..n).map(|i| filler(&engine, 16 + 8 * i, i + r)).collect();
-            let handles = prompts
+            let mut handles = prompts
                 .into_iter()
                 .enumerate()
                 .map(|(i, p)| engine.submit(request(p, opts.decode_tokens / 2 + 8 * i, Priority::Batch)))
                 .collect::<Result<Vec<_>>>()?;
-            let t = drive(&handles, Instant::now());
+            let t = drive(&mut handles, Instant::now());
             xs.push(concurrent_decode_rate(&t));
             let start = t.iter().filter_map(|t| t.first).min().unwrap();
             let end = t.iter().filter_map(|t| t.done).max().unwrap();
@@ -218,16 +218,16 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
     let mut ttft = Vec::new();
     for r in 0..opts.runs {
         progress(&format!("chat time to first token under load, run {}/{}", r + 1, opts.runs));
-        let load: Vec<_> = (0..8)
+        let mut load: Vec<_> = (0..8)
             .map(|i| engine.submit(request(filler(&engine, 32 + 16 * i, i), 10_000.min(engine.context_length() / 2), Priority::Batch)))
             .collect::<Result<Vec<_>>>()?;
         // Let the batch get going before the chat arrives.
-        for h in &load {
+        for h in &mut load {
             while !matches!(h.recv(), Some(Event::Delta { .. }) | None) {}
         }
         let now = Instant::now();
         let chat = engine.submit(request(filler(&engine, 60, 7 + r), 1, Priority::Interactive))?;
-        let t = drive(&[chat], now);
+        let t = drive(&mut [chat], now);
         ttft.push(t[0].first.unwrap().duration_since(t[0].submitted).as_secs_f64());
         drop(load);
     }
@@ -235,10 +235,10 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
     if opts.memory_context > 0 {
         progress(&format!("memory with 8 contexts of {} tokens", opts.memory_context));
         let generate = 64.min(opts.memory_context / 2);
-        let handles = (0..8)
+        let mut handles = (0..8)
             .map(|i| engine.submit(request(filler(&engine, opts.memory_context - generate - 8, 200 + i), generate, Priority::Batch)))
             .collect::<Result<Vec<_>>>()?;
-        drive(&handles, Instant::now());
+        drive(&mut handles, Instant::now());
     }
 
     Ok(BenchReport {

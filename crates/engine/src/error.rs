@@ -25,7 +25,11 @@ pub enum EngineError {
     )]
     ContextOverflow { prompt_tokens: usize, max_tokens: usize, context_length: usize },
     #[error("invalid request: {0}")]
-    InvalidRequest(String),
+    InvalidRequest(#[from] InvalidRequest),
+    #[error("invalid engine configuration: {0}")]
+    InvalidConfig(&'static str),
+    #[error("cannot start the engine thread: {0}")]
+    Thread(#[source] std::io::Error),
     #[error("the engine has stopped")]
     EngineStopped,
     #[error("model download failed: {0}")]
@@ -36,6 +40,43 @@ pub enum EngineError {
     Candle(#[from] candle_core::Error),
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+}
+
+/// What is wrong with a request, found before it is queued. Each names the field at fault
+/// ([`InvalidRequest::field`]) so that an API can point at it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InvalidRequest {
+    #[error("temperature must be >= 0, got {0}")]
+    Temperature(f32),
+    #[error("top_p must be in (0, 1], got {0}")]
+    TopP(f32),
+    #[error("min_p must be in [0, 1], got {0}")]
+    MinP(f32),
+    #[error("repetition_penalty must be > 0, got {0}")]
+    RepetitionPenalty(f32),
+    #[error("n must be between 1 and {max} (the engine's concurrent sequences), got {n}")]
+    Samples { n: usize, max: usize },
+    #[error("max_tokens must be at least 1")]
+    NoTokens,
+    #[error("the prompt is empty")]
+    EmptyPrompt,
+    #[error("{n} samples of a {prompt_tokens}-token prompt need more KV memory than the budget of {budget} tokens")]
+    KvBudget { n: usize, prompt_tokens: usize, budget: usize },
+}
+
+impl InvalidRequest {
+    /// The request field at fault, by its usual (OpenAI) name.
+    pub fn field(&self) -> &'static str {
+        match self {
+            InvalidRequest::Temperature(_) => "temperature",
+            InvalidRequest::TopP(_) => "top_p",
+            InvalidRequest::MinP(_) => "min_p",
+            InvalidRequest::RepetitionPenalty(_) => "repetition_penalty",
+            InvalidRequest::Samples { .. } | InvalidRequest::KvBudget { .. } => "n",
+            InvalidRequest::NoTokens => "max_tokens",
+            InvalidRequest::EmptyPrompt => "prompt",
+        }
+    }
 }
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;

@@ -60,10 +60,6 @@ impl LayerCache {
         out.resize(n, 0.0);
         buf[start..start + n].convert_to_f32_slice(out);
     }
-
-    fn capacity(&self) -> usize {
-        self.cap
-    }
 }
 
 /// The cache of one sequence across all layers.
@@ -103,12 +99,7 @@ impl SeqCache {
     }
 
     /// An independent copy, for `n` samples that share one prompt prefill.
-    pub fn fork(&self) -> candle_core::Result<Self> {
-        Ok(Self { layers: self.layers.clone(), len: self.len })
-    }
-
-    /// Token slots allocated (at least `len`), for memory accounting.
-    pub fn capacity(&self) -> usize {
-        self.layers.first().map(|l| l.capacity()).unwrap_or(0)
+    pub fn fork(&self) -> Self {
+        Self { layers: self.layers.clone(), len: self.len }
     }
 }

@@ -6,8 +6,7 @@
 //! per sequence over that sequence's cache. Every operation on a token's row is independent of
 //! the other rows in the step, so batching does not change what a sequence computes.
 
-use crate::kquants::KQuantMatrix;
-use crate::model::KQuantKernels;
+use crate::kquants::{KQuantKernels, KQuantMatrix};
 use crate::attention;
 use crate::kv_cache::SeqCache;
 use crate::rowwise;
@@ -122,17 +121,86 @@ impl RmsNorm {
     }
 }
 
+/// Self-attention: q, k and v from one fused product, RoPE, each sequence attending over its own
+/// cache, and the output projection.
 #[derive(Debug, Clone)]
-struct Layer {
-    attn_norm: RmsNorm,
+struct Attention {
     q: Linear,
     k: Linear,
     v: Linear,
     o: Linear,
-    ffn_norm: RmsNorm,
+}
+
+/// What attention needs of the step besides its input rows.
+struct StepCtx<'a> {
+    /// Each token's position in its sequence, in step order.
+    positions: &'a [u32],
+    rope: &'a rowwise::Rope,
+    heads: attention::Heads,
+    device: &'a Device,
+}
+
+impl Attention {
+    /// `h` is the normed input, `(T, hidden)` over the whole step; the step's keys and values
+    /// are appended to each sequence's cache for layer `layer`.
+    fn forward(&self, h: &Tensor, inputs: &mut [StepInput<'_>], layer: usize, step: &StepCtx<'_>) -> Result<Tensor> {
+        let attention::Heads { heads: nh, kv_heads: nkv, hd } = step.heads;
+        let total = h.dim(0)?;
+        let [q, k, v] = Linear::forward_all([&self.q, &self.k, &self.v], h)?; // (T, nh*hd), (T, nkv*hd) × 2
+        // Laid out by head, (heads, T, hd), q and k rotated for their positions.
+        let qv = step.rope.apply(&q, nh, step.positions)?;
+        let kv = step.rope.apply(&k, nkv, step.positions)?;
+        let vv = rowwise::by_head(&v, nkv, hd)?;
+        let mut offset = 0;
+        for s in inputs.iter_mut() {
+            let len = s.tokens.len();
+            let (k_s, v_s) = (rows(&kv, nkv, total, hd, offset, len), rows(&vv, nkv, total, hd, offset, len));
+            s.cache.layer_mut(layer).append(nkv, hd, &k_s, &v_s);
+            offset += len;
+        }
+        let spans: Vec<attention::Span> = inputs
+            .iter()
+            .scan(0, |first_row, s| {
+                let rows = s.tokens.len();
+                let span = attention::Span { cache: s.cache.layer(layer), past: s.cache.len(), first_row: *first_row, rows };
+                *first_row += rows;
+                Some(span)
+            })
+            .collect();
+        let attn = attention::attend(&qv, total, &spans, step.heads);
+        self.o.forward(&Tensor::from_vec(attn, (total, nh * hd), step.device)?)
+    }
+}
+
+/// The feed-forward block: SwiGLU, `down(silu(gate(h)) · up(h))`.
+#[derive(Debug, Clone)]
+struct Mlp {
     gate: Linear,
     up: Linear,
     down: Linear,
+}
+
+impl Mlp {
+    fn forward(&self, h: &Tensor) -> Result<Tensor> {
+        let [gate, up] = Linear::forward_all([&self.gate, &self.up], h)?;
+        self.down.forward(&rowwise::silu_mul(&gate, &up)?)
+    }
+}
+
+/// A decoder layer: pre-norm attention and feed-forward, each added to its input.
+#[derive(Debug, Clone)]
+struct Layer {
+    attn_norm: RmsNorm,
+    attn: Attention,
+    ffn_norm: RmsNorm,
+    mlp: Mlp,
+}
+
+impl Layer {
+    fn forward(&self, x: Tensor, inputs: &mut [StepInput<'_>], index: usize, step: &StepCtx<'_>) -> Result<Tensor> {
+        let x = (self.attn.forward(&self.attn_norm.forward(&x)?, inputs, index, step)? + x)?;
+        self.mlp.forward(&self.ffn_norm.forward(&x)?)? + x
+    }
 }
 
 /// Where the embedding rows come from. A quantized table is looked up row by row so that the
@@ -244,14 +312,18 @@ impl Qwen2 {
             let p = format!("blk.{i}");
             layers.push(Layer {
                 attn_norm: RmsNorm::new(dense(get(&format!("{p}.attn_norm.weight"))?)?, eps)?,
-                q: linear(&mut get, &format!("{p}.attn_q"), true)?,
-                k: linear(&mut get, &format!("{p}.attn_k"), true)?,
-                v: linear(&mut get, &format!("{p}.attn_v"), true)?,
-                o: linear(&mut get, &format!("{p}.attn_output"), false)?,
+                attn: Attention {
+                    q: linear(&mut get, &format!("{p}.attn_q"), true)?,
+                    k: linear(&mut get, &format!("{p}.attn_k"), true)?,
+                    v: linear(&mut get, &format!("{p}.attn_v"), true)?,
+                    o: linear(&mut get, &format!("{p}.attn_output"), false)?,
+                },
                 ffn_norm: RmsNorm::new(dense(get(&format!("{p}.ffn_norm.weight"))?)?, eps)?,
-                gate: linear(&mut get, &format!("{p}.ffn_gate"), false)?,
-                up: linear(&mut get, &format!("{p}.ffn_up"), false)?,
-                down: linear(&mut get, &format!("{p}.ffn_down"), false)?,
+                mlp: Mlp {
+                    gate: linear(&mut get, &format!("{p}.ffn_gate"), false)?,
+                    up: linear(&mut get, &format!("{p}.ffn_up"), false)?,
+                    down: linear(&mut get, &format!("{p}.ffn_down"), false)?,
+                },
             });
         }
         Self::assemble(config, embed, layers, norm, output, device)
@@ -282,14 +354,18 @@ impl Qwen2 {
             let ffn = config.intermediate_size;
             layers.push(Layer {
                 attn_norm: norm(l.pp("input_layernorm"))?,
-                q: lin(a.pp("q_proj"), h, q_dim, true)?,
-                k: lin(a.pp("k_proj"), h, kv, true)?,
-                v: lin(a.pp("v_proj"), h, kv, true)?,
-                o: lin(a.pp("o_proj"), q_dim, h, false)?,
+                attn: Attention {
+                    q: lin(a.pp("q_proj"), h, q_dim, true)?,
+                    k: lin(a.pp("k_proj"), h, kv, true)?,
+                    v: lin(a.pp("v_proj"), h, kv, true)?,
+                    o: lin(a.pp("o_proj"), q_dim, h, false)?,
+                },
                 ffn_norm: norm(l.pp("post_attention_layernorm"))?,
-                gate: lin(f.pp("gate_proj"), h, ffn, false)?,
-                up: lin(f.pp("up_proj"), h, ffn, false)?,
-                down: lin(f.pp("down_proj"), ffn, h, false)?,
+                mlp: Mlp {
+                    gate: lin(f.pp("gate_proj"), h, ffn, false)?,
+                    up: lin(f.pp("up_proj"), h, ffn, false)?,
+                    down: lin(f.pp("down_proj"), ffn, h, false)?,
+                },
             });
         }
         let output = if tie {
@@ -337,38 +413,15 @@ impl Qwen2 {
         }
         let ids = Tensor::from_vec(ids, total, &self.device)?;
 
-        let (nh, nkv, hd) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
+        let step = StepCtx {
+            positions: &positions,
+            rope: &self.rope,
+            heads: attention::Heads { heads: cfg.num_heads, kv_heads: cfg.num_kv_heads, hd: cfg.head_dim },
+            device: &self.device,
+        };
         let mut x = self.embed.forward(&ids)?; // (T, H)
-        for (li, layer) in self.layers.iter().enumerate() {
-            let residual = x.clone();
-            let h = layer.attn_norm.forward(&x)?;
-            let [q, k, v] = Linear::forward_all([&layer.q, &layer.k, &layer.v], &h)?; // (T, nh*hd), (T, nkv*hd) × 2
-            // Laid out by head, (heads, T, hd), q and k rotated for their positions.
-            let qv = self.rope.apply(&q, nh, &positions)?;
-            let kv = self.rope.apply(&k, nkv, &positions)?;
-            let vv = rowwise::by_head(&v, nkv, hd)?;
-            let mut offset = 0;
-            for s in inputs.iter_mut() {
-                let len = s.tokens.len();
-                let (k_s, v_s) = (rows(&kv, nkv, total, hd, offset, len), rows(&vv, nkv, total, hd, offset, len));
-                s.cache.layer_mut(li).append(nkv, hd, &k_s, &v_s);
-                offset += len;
-            }
-            let spans: Vec<attention::Span> = inputs
-                .iter()
-                .scan(0, |first_row, s| {
-                    let rows = s.tokens.len();
-                    let span = attention::Span { cache: s.cache.layer(li), past: s.cache.len(), first_row: *first_row, rows };
-                    *first_row += rows;
-                    Some(span)
-                })
-                .collect();
-            let attn = attention::attend(&qv, total, &spans, attention::Heads { heads: nh, kv_heads: nkv, hd });
-            let attn = Tensor::from_vec(attn, (total, nh * hd), &self.device)?;
-            let x1 = (layer.o.forward(&attn)? + residual)?;
-            let h = layer.ffn_norm.forward(&x1)?;
-            let [gate, up] = Linear::forward_all([&layer.gate, &layer.up], &h)?;
-            x = (layer.down.forward(&rowwise::silu_mul(&gate, &up)?)? + x1)?;
+        for (i, layer) in self.layers.iter().enumerate() {
+            x = layer.forward(x, inputs, i, &step)?;
         }
         for s in inputs.iter_mut() {
             s.cache.commit(s.tokens.len());

@@ -24,6 +24,10 @@ pub enum Prompt {
     Text(String),
 }
 
+/// New tokens per sample when a caller does not say: room for a real chain of thought on a
+/// school problem. The app's chat has a setting of its own (see its settings).
+pub const DEFAULT_MAX_TOKENS: usize = 4096;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GenerateRequest {
     pub prompt: Prompt,
@@ -48,7 +52,7 @@ impl GenerateRequest {
         Self {
             prompt: Prompt::Chat(messages),
             sampling: SamplingParams::default(),
-            max_tokens: 4096,
+            max_tokens: DEFAULT_MAX_TOKENS,
             thinking_budget: None,
             stop: Vec::new(),
             n: 1,
@@ -76,6 +80,20 @@ pub enum FinishReason {
     Error,
 }
 
+impl FinishReason {
+    /// The name stored with a sample or a reply and shown (translated) by the window; the same
+    /// as its serde form. OpenAI's wire names are the server's business.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::Length => "length",
+            FinishReason::Cancelled => "cancelled",
+            FinishReason::Repetition => "repetition",
+            FinishReason::Error => "error",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
     pub prompt_tokens: usize,
@@ -101,4 +119,17 @@ pub enum Event {
     /// New text of sample `index`, always whole UTF-8 characters.
     Delta { index: usize, channel: Channel, text: String },
     Finished { index: usize, reason: FinishReason, usage: Usage, error: Option<String> },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FinishReason;
+
+    #[test]
+    fn a_finish_reason_has_one_name_whether_stored_or_serialised() {
+        use FinishReason::*;
+        for r in [Stop, Length, Cancelled, Repetition, Error] {
+            assert_eq!(serde_json::to_value(r).unwrap(), r.as_str(), "{r:?}");
+        }
+    }
 }

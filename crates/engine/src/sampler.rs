@@ -2,6 +2,7 @@
 //! generator, seeded per request, so its output depends only on its seed, never on what it was
 //! batched with.
 
+use crate::error::InvalidRequest;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
@@ -32,18 +33,18 @@ impl SamplingParams {
         Self { temperature: 0.0, ..Self::default() }
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidRequest> {
         if !(self.temperature >= 0.0 && self.temperature.is_finite()) {
-            return Err(format!("temperature must be >= 0, got {}", self.temperature));
+            return Err(InvalidRequest::Temperature(self.temperature));
         }
         if !(self.top_p > 0.0 && self.top_p <= 1.0) {
-            return Err(format!("top_p must be in (0, 1], got {}", self.top_p));
+            return Err(InvalidRequest::TopP(self.top_p));
         }
         if !(0.0..=1.0).contains(&self.min_p) {
-            return Err(format!("min_p must be in [0, 1], got {}", self.min_p));
+            return Err(InvalidRequest::MinP(self.min_p));
         }
         if !(self.repetition_penalty > 0.0 && self.repetition_penalty.is_finite()) {
-            return Err(format!("repetition_penalty must be > 0, got {}", self.repetition_penalty));
+            return Err(InvalidRequest::RepetitionPenalty(self.repetition_penalty));
         }
         Ok(())
     }

@@ -6,7 +6,7 @@ use crate::request::{Event, FinishReason, Priority, Usage};
 use crate::sampler::Sampler;
 use crate::stream::{Channel, LoopDetector, StopMatcher, StopResult, ThinkSplitter};
 use crate::tokenizer::{StreamDecoder, Tokenizer};
-use crossbeam_channel::Sender;
+use tokio::sync::mpsc::UnboundedSender;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,7 +14,7 @@ use std::time::Instant;
 /// What a request's samples share.
 pub(crate) struct RequestCtx {
     pub id: u64,
-    pub tx: Sender<Event>,
+    pub tx: UnboundedSender<Event>,
     pub cancel: Arc<AtomicBool>,
     pub priority: Priority,
     pub submitted: Instant,
@@ -38,8 +38,9 @@ impl RequestCtx {
         }
     }
 
+    /// The caller cancelled, or dropped its handle.
     pub fn cancelled(&self) -> bool {
-        self.cancel.load(Ordering::Relaxed)
+        self.cancel.load(Ordering::Relaxed) || self.tx.is_closed()
     }
 }
 
@@ -95,17 +96,23 @@ impl Seq {
         }
     }
 
-    /// A copy sharing everything read so far, with its own cache and random stream.
-    pub fn fork(&self, index: usize, sampler: Sampler) -> candle_core::Result<Self> {
-        let cache = self.cache.as_ref().map(|c| c.fork()).transpose()?;
-        Ok(Self {
+    /// The other samples of the request, forked from this one once its prompt is read: copies
+    /// sharing everything read so far, each with its own cache and random stream.
+    pub fn take_forks(&mut self) -> Vec<Seq> {
+        let forks = (1..=self.forks_pending).map(|k| self.fork(k)).collect();
+        self.forks_pending = 0;
+        forks
+    }
+
+    fn fork(&self, index: usize) -> Self {
+        Self {
             ctx: self.ctx.clone(),
             index,
             tokens: self.tokens.clone(),
-            cache,
+            cache: self.cache.as_ref().map(SeqCache::fork),
             paused: false,
             forks_pending: 0,
-            sampler,
+            sampler: Sampler::new(self.ctx.sampling.clone(), index as u64),
             decoder: self.decoder.clone(),
             stop: self.stop.clone(),
             splitter: self.splitter.clone(),
@@ -116,7 +123,23 @@ impl Seq {
             budget_closed: self.budget_closed,
             first_token: self.first_token,
             finished: false,
-        })
+        }
+    }
+
+    /// Stands in for a drawn token in tests that run no model.
+    #[cfg(test)]
+    pub fn push_drawn(&mut self, token: u32) {
+        self.tokens.push(token);
+        self.generated += 1;
+    }
+
+    /// Ends this sequence and the samples it has not forked yet as cancelled.
+    pub fn cancel(&mut self) {
+        for index in self.index + 1..self.index + self.slots() {
+            self.ctx.send(Event::Finished { index, reason: FinishReason::Cancelled, usage: Default::default(), error: None });
+        }
+        self.forks_pending = 0;
+        self.finish(FinishReason::Cancelled, None);
     }
 
     pub fn fed(&self) -> usize {

@@ -1,6 +1,5 @@
 //! Continuous batching on the real 0.5B model: batching never changes what a sequence says,
 //! and the scheduler's join/leave, priorities, cancellation, forking and limits.
-mod common;
 
 use ponder_engine::{
     Channel, Engine, EngineConfig, EngineError, Event, FinishReason, GenerateRequest, KQuantKernels, LoadOptions, Message,
@@ -9,12 +8,12 @@ use ponder_engine::{
 
 
 fn engine(config: EngineConfig) -> Engine {
-    engine_with(common::SMALL, KQuantKernels::default(), config)
+    engine_with(ponder_testkit::SMALL, KQuantKernels::default(), config)
 }
 
 fn engine_with(model: &str, kernels: KQuantKernels, config: EngineConfig) -> Engine {
-    common::threads();
-    let loaded = ponder_engine::load(&common::model(model), &LoadOptions { max_context: Some(4096), kernels }).unwrap();
+    ponder_testkit::threads();
+    let loaded = ponder_engine::load(&ponder_testkit::model(model), &LoadOptions { max_context: Some(4096), kernels }).unwrap();
     Engine::start(loaded, config).unwrap()
 }
 
@@ -29,7 +28,7 @@ fn greedy(question: &str, max_tokens: usize, priority: Priority) -> GenerateRequ
 }
 
 /// Answer text and finish event of sample 0.
-fn answer(h: &RequestHandle) -> (String, FinishReason, usize) {
+fn answer(h: &mut RequestHandle) -> (String, FinishReason, usize) {
     let mut text = String::new();
     for ev in h.collect() {
         match ev {
@@ -61,24 +60,24 @@ fn batching_does_not_change_greedy_output() {
 /// a lone row times Q6_K weights is paired with itself (see `qwen2::Linear`).
 #[test]
 fn batching_does_not_change_greedy_output_with_candles_kernels() {
-    check_batch_invariance(&engine_with(common::SMALL, KQuantKernels::Candle, EngineConfig::default()));
+    check_batch_invariance(&engine_with(ponder_testkit::SMALL, KQuantKernels::Candle, EngineConfig::default()));
 }
 
 /// The 1.5B model is Q4_K/Q6_K throughout; with candle's kernels a single row takes a different
 /// Q6_K path than a batch, with Ponder's kernels every row takes the same arithmetic.
 #[test]
 fn batching_does_not_change_greedy_output_of_k_quants_with_ponders_kernels() {
-    check_batch_invariance(&engine_with(common::LARGE, KQuantKernels::Ponder, EngineConfig::default()));
+    check_batch_invariance(&engine_with(ponder_testkit::LARGE, KQuantKernels::Ponder, EngineConfig::default()));
 }
 
 fn check_batch_invariance(e: &Engine) {
     let target = QUESTIONS[0];
-    let alone = answer(&e.submit(greedy(target, 80, Priority::Batch)).unwrap());
+    let alone = answer(&mut e.submit(greedy(target, 80, Priority::Batch)).unwrap());
     assert!(alone.2 >= 64, "reference ran {} tokens: {:?}", alone.2, alone);
 
     // Now the same request among 7 others of different lengths that join while it runs and
     // leave before it ends.
-    let h = e.submit(greedy(target, 80, Priority::Batch)).unwrap();
+    let mut h = e.submit(greedy(target, 80, Priority::Batch)).unwrap();
     let mut others = Vec::new();
     let mut seen = 0;
     let mut text = String::new();
@@ -97,10 +96,10 @@ fn check_batch_invariance(e: &Engine) {
         }
         others.push(e.submit(greedy(q, 24 + 9 * i, Priority::Batch)).unwrap());
     }
-    let (rest, reason, tokens) = answer(&h);
+    let (rest, reason, tokens) = answer(&mut h);
     text.push_str(&rest);
     let _ = finished;
-    let max_running = others.iter().map(|o| answer(o).2).max().unwrap();
+    let max_running = others.iter_mut().map(|o| answer(o).2).max().unwrap();
     assert!(max_running > 0);
     assert_eq!(text, alone.0, "batched output differs from the output alone");
     assert_eq!((reason, tokens), (alone.1, alone.2));
@@ -110,12 +109,12 @@ fn check_batch_invariance(e: &Engine) {
 fn interactive_pauses_batch_work_and_paused_work_resumes_whole() {
     let e = engine(EngineConfig { max_seqs: 2, ..Default::default() });
     // Reference outputs, one at a time.
-    let refs: Vec<_> = QUESTIONS[1..3].iter().map(|q| answer(&e.submit(greedy(q, 40, Priority::Batch)).unwrap())).collect();
+    let refs: Vec<_> = QUESTIONS[1..3].iter().map(|q| answer(&mut e.submit(greedy(q, 40, Priority::Batch)).unwrap())).collect();
 
-    let batch: Vec<_> = QUESTIONS[1..3].iter().map(|q| e.submit(greedy(q, 40, Priority::Batch)).unwrap()).collect();
+    let mut batch: Vec<_> = QUESTIONS[1..3].iter().map(|q| e.submit(greedy(q, 40, Priority::Batch)).unwrap()).collect();
     // Both batch sequences are decoding when a chat request arrives with every slot taken.
     let mut texts = vec![String::new(), String::new()];
-    for (i, b) in batch.iter().enumerate() {
+    for (i, b) in batch.iter_mut().enumerate() {
         loop {
             if let Event::Delta { text, .. } = b.recv().unwrap() {
                 texts[i].push_str(&text);
@@ -123,12 +122,12 @@ fn interactive_pauses_batch_work_and_paused_work_resumes_whole() {
             }
         }
     }
-    let chat = e.submit(greedy("Say hello.", 8, Priority::Interactive)).unwrap();
-    let (_, reason, n) = answer(&chat);
+    let mut chat = e.submit(greedy("Say hello.", 8, Priority::Interactive)).unwrap();
+    let (_, reason, n) = answer(&mut chat);
     assert!(matches!(reason, FinishReason::Stop | FinishReason::Length) && n > 0);
     // The chat ran while a batch sample was paused: the batch work is not finished yet.
     let mut finished = [None, None];
-    for (i, b) in batch.iter().enumerate() {
+    for (i, b) in batch.iter_mut().enumerate() {
         while let Ok(ev) = b.try_recv() {
             match ev {
                 Event::Delta { text, .. } => texts[i].push_str(&text),
@@ -142,7 +141,7 @@ fn interactive_pauses_batch_work_and_paused_work_resumes_whole() {
     }
     assert!(finished.iter().any(|f| f.is_none()), "both batch samples finished before the chat did");
     // Paused work lost nothing: each batch output is whole and equal to its reference.
-    for (i, b) in batch.iter().enumerate() {
+    for (i, b) in batch.iter_mut().enumerate() {
         let (rest, r, n) = match finished[i] {
             Some((r, n)) => (String::new(), r, n),
             None => answer(b),
@@ -155,7 +154,7 @@ fn interactive_pauses_batch_work_and_paused_work_resumes_whole() {
 #[test]
 fn cancel_and_dropped_receiver_free_the_slot() {
     let e = engine(EngineConfig { max_seqs: 1, ..Default::default() });
-    let long = e.submit(greedy(QUESTIONS[0], 2000, Priority::Batch)).unwrap();
+    let mut long = e.submit(greedy(QUESTIONS[0], 2000, Priority::Batch)).unwrap();
     while !matches!(long.recv().unwrap(), Event::Delta { .. }) {}
     long.cancel();
     let mut reason = None;
@@ -167,14 +166,14 @@ fn cancel_and_dropped_receiver_free_the_slot() {
     }
     assert_eq!(reason, Some(FinishReason::Cancelled));
     // The single slot is free again: a new request runs to completion.
-    let (_, r, _) = answer(&e.submit(greedy("Say yes.", 4, Priority::Batch)).unwrap());
+    let (_, r, _) = answer(&mut e.submit(greedy("Say yes.", 4, Priority::Batch)).unwrap());
     assert!(matches!(r, FinishReason::Stop | FinishReason::Length));
 
     // A dropped handle cancels too.
-    let dropped = e.submit(greedy(QUESTIONS[0], 2000, Priority::Batch)).unwrap();
+    let mut dropped = e.submit(greedy(QUESTIONS[0], 2000, Priority::Batch)).unwrap();
     while !matches!(dropped.recv().unwrap(), Event::Delta { .. }) {}
     drop(dropped);
-    let (_, r, _) = answer(&e.submit(greedy("Say no.", 4, Priority::Batch)).unwrap());
+    let (_, r, _) = answer(&mut e.submit(greedy("Say no.", 4, Priority::Batch)).unwrap());
     assert!(matches!(r, FinishReason::Stop | FinishReason::Length));
     // Stats are published after each step: give the engine a moment to publish the last one.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -194,7 +193,7 @@ fn n_samples_share_one_prefill_and_draw_independently() {
         ..GenerateRequest::chat(vec![Message::user("Name a random animal and describe it.")])
     };
     let run = |req: GenerateRequest| {
-        let h = e.submit(req).unwrap();
+        let mut h = e.submit(req).unwrap();
         let mut texts = vec![String::new(); 4];
         let mut started = 0;
         for ev in h.collect() {
@@ -236,10 +235,10 @@ fn admission_waits_for_kv_memory() {
     // (24 layers, K and V, 2 KV heads of 64, f16.)
     let per_token = 24 * 2 * 2 * 64 * 2;
     let e = engine(EngineConfig { kv_budget_bytes: Some(200 * per_token), ..Default::default() });
-    let a = e.submit(greedy(QUESTIONS[3], 60, Priority::Batch)).unwrap();
-    let b = e.submit(greedy(QUESTIONS[7], 60, Priority::Batch)).unwrap();
-    let (ta, _, _) = answer(&a);
-    let (tb, _, _) = answer(&b);
+    let mut a = e.submit(greedy(QUESTIONS[3], 60, Priority::Batch)).unwrap();
+    let mut b = e.submit(greedy(QUESTIONS[7], 60, Priority::Batch)).unwrap();
+    let (ta, _, _) = answer(&mut a);
+    let (tb, _, _) = answer(&mut b);
     assert!(!ta.is_empty() && !tb.is_empty());
     let s = e.stats();
     assert!(s.kv_tokens_budget == 200, "{s:?}");
@@ -248,22 +247,22 @@ fn admission_waits_for_kv_memory() {
 #[test]
 fn stop_strings_and_max_tokens() {
     let e = engine(EngineConfig::default());
-    let full = answer(&e.submit(greedy("Count from 1 to 20, separated by commas.", 60, Priority::Batch)).unwrap()).0;
+    let full = answer(&mut e.submit(greedy("Count from 1 to 20, separated by commas.", 60, Priority::Batch)).unwrap()).0;
     assert!(full.contains("7"), "{full}");
-    let stopped = e
+    let mut stopped = e
         .submit(GenerateRequest { stop: vec!["7".into()], ..greedy("Count from 1 to 20, separated by commas.", 60, Priority::Batch) })
         .unwrap();
-    let (t, reason, _) = answer(&stopped);
+    let (t, reason, _) = answer(&mut stopped);
     assert_eq!(reason, FinishReason::Stop);
     assert_eq!(t, full[..full.find('7').unwrap()], "text ends right before the stop string");
-    let (_, reason, n) = answer(&e.submit(greedy("Count from 1 to 20.", 5, Priority::Batch)).unwrap());
+    let (_, reason, n) = answer(&mut e.submit(greedy("Count from 1 to 20.", 5, Priority::Batch)).unwrap());
     assert_eq!((reason, n), (FinishReason::Length, 5));
 }
 
 #[test]
 fn chinese_text_streams_as_whole_characters() {
     let e = engine(EngineConfig::default());
-    let h = e.submit(greedy("用中文简单介绍一下勾股定理。", 60, Priority::Interactive)).unwrap();
+    let mut h = e.submit(greedy("用中文简单介绍一下勾股定理。", 60, Priority::Interactive)).unwrap();
     let mut text = String::new();
     let mut deltas = 0;
     for ev in h.collect() {

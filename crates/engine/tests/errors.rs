@@ -1,5 +1,4 @@
 //! Every way a model file can be wrong gives a clear error, never a panic.
-mod common;
 
 use candle_core::quantized::gguf_file::Value;
 use ponder_engine::{EngineError, LoadOptions};
@@ -39,7 +38,7 @@ fn not_a_gguf() {
 
 #[test]
 fn truncated_files() {
-    let src = std::fs::read(common::model(common::SMALL)).unwrap();
+    let src = std::fs::read(ponder_testkit::model(ponder_testkit::SMALL)).unwrap();
     // Cut in the tensor data (an interrupted download) and in the header.
     for (name, len) in [("cut-data.gguf", src.len() / 2), ("cut-header.gguf", 2000)] {
         let (_dir, p) = tmp(name);
@@ -53,7 +52,7 @@ fn truncated_files() {
 #[test]
 fn unsupported_architecture_is_named() {
     let (_dir, p) = tmp("llama.gguf");
-    ponder_engine::gguf_edit::rewrite_metadata(&common::model(common::SMALL), &p, |md| {
+    ponder_engine::gguf_edit::rewrite_metadata(&ponder_testkit::model(ponder_testkit::SMALL), &p, |md| {
         md.insert("general.architecture".into(), Value::String("llama".into()));
     })
     .unwrap();
@@ -65,7 +64,7 @@ fn unsupported_architecture_is_named() {
 #[test]
 fn missing_tokenizer_metadata() {
     let (_dir, p) = tmp("notok.gguf");
-    ponder_engine::gguf_edit::rewrite_metadata(&common::model(common::SMALL), &p, |md| {
+    ponder_engine::gguf_edit::rewrite_metadata(&ponder_testkit::model(ponder_testkit::SMALL), &p, |md| {
         md.remove("tokenizer.ggml.merges");
     })
     .unwrap();
@@ -77,7 +76,7 @@ fn missing_tokenizer_metadata() {
 #[test]
 fn broken_chat_template() {
     let (_dir, p) = tmp("badtemplate.gguf");
-    ponder_engine::gguf_edit::rewrite_metadata(&common::model(common::SMALL), &p, |md| {
+    ponder_engine::gguf_edit::rewrite_metadata(&ponder_testkit::model(ponder_testkit::SMALL), &p, |md| {
         md.insert("tokenizer.chat_template".into(), Value::String("{% for m in messages %}{{ m.content ".into()));
     })
     .unwrap();
@@ -86,7 +85,7 @@ fn broken_chat_template() {
 
     // A template that parses but fails when rendered fails the request, not the engine.
     let (_dir, p) = tmp("raising.gguf");
-    ponder_engine::gguf_edit::rewrite_metadata(&common::model(common::SMALL), &p, |md| {
+    ponder_engine::gguf_edit::rewrite_metadata(&ponder_testkit::model(ponder_testkit::SMALL), &p, |md| {
         md.insert(
             "tokenizer.chat_template".into(),
             Value::String("{% if messages[0]['role'] != 'system' %}{{ raise_exception('first message must be system') }}{% endif %}".into()),
@@ -101,10 +100,10 @@ fn broken_chat_template() {
 
 #[test]
 fn inspect_reads_the_header_only() {
-    let info = ponder_engine::model::inspect(&common::model(common::SMALL)).unwrap();
+    let info = ponder_engine::loader::inspect(&ponder_testkit::model(ponder_testkit::SMALL)).unwrap();
     assert_eq!(info.architecture, "qwen2");
     assert_eq!(info.context_length, 32768);
     assert!(info.parameters > 400_000_000 && info.parameters < 700_000_000, "{info:?}");
     assert!(!info.reasoning);
-    assert!(matches!(ponder_engine::model::inspect(Path::new("/nonexistent.gguf")), Err(EngineError::ModelNotFound(_))));
+    assert!(matches!(ponder_engine::loader::inspect(Path::new("/nonexistent.gguf")), Err(EngineError::ModelNotFound(_))));
 }

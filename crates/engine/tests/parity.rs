@@ -10,7 +10,6 @@
 //! close to the stock model's, and as close to an exact forward (weights dequantized to f32,
 //! activations never rounded) as the stock model is. A wrong scale, offset or block order in a
 //! kernel misses both by orders of magnitude.
-mod common;
 
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_qwen2::ModelWeights;
@@ -47,8 +46,8 @@ fn check(name: &str) {
     // environment variable, which the other test's threads would see.
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    common::threads();
-    let path = common::model(name);
+    ponder_testkit::threads();
+    let path = ponder_testkit::model(name);
     let load = |kernels| ponder_engine::load(&path, &LoadOptions { kernels, ..Default::default() }).unwrap();
     let (with_candle, ponders) = (load(KQuantKernels::Candle), load(KQuantKernels::Ponder));
     let prompt = with_candle
@@ -98,10 +97,10 @@ fn check(name: &str) {
 
 #[test]
 fn parity_with_stock_qwen2_small_q5_q8() {
-    check(common::SMALL);
+    check(ponder_testkit::SMALL);
 }
 
 #[test]
 fn parity_with_stock_qwen2_large_q4k_q6k() {
-    check(common::LARGE);
+    check(ponder_testkit::LARGE);
 }

@@ -1,6 +1,5 @@
 //! The thinking path with real weights: a copy of the 0.5B model carrying the DeepSeek-R1 chat
 //! template, run with a small thinking budget.
-mod common;
 
 use ponder_engine::{
     Channel, Engine, EngineConfig, Event, FinishReason, GenerateRequest, LoadOptions, Message, Priority,
@@ -8,8 +7,8 @@ use ponder_engine::{
 };
 
 fn r1_engine() -> Engine {
-    common::threads();
-    let loaded = ponder_engine::load(&common::r1_model(), &LoadOptions { max_context: Some(4096), ..Default::default() }).unwrap();
+    ponder_testkit::threads();
+    let loaded = ponder_engine::load(&ponder_testkit::r1_model(), &LoadOptions { max_context: Some(4096), ..Default::default() }).unwrap();
     assert!(loaded.info.reasoning, "the R1 template marks the model as a reasoning model");
     Engine::start(loaded, EngineConfig::default()).unwrap()
 }
@@ -27,7 +26,7 @@ fn thinking_budget_closes_the_thought_and_the_model_answers() {
         priority: Priority::Interactive,
         ..GenerateRequest::chat(vec![Message::user("What is 2 + 3?")])
     };
-    let h = e.submit(req).unwrap();
+    let mut h = e.submit(req).unwrap();
     let (mut thinking, mut answer, mut order) = (String::new(), String::new(), Vec::new());
     let mut usage = None;
     for ev in h.collect() {
@@ -79,7 +78,7 @@ fn degenerate_loops_are_cut_with_their_own_reason() {
         detect_loops: true,
         ..GenerateRequest::text("a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a")
     };
-    let h = e.submit(req).unwrap();
+    let mut h = e.submit(req).unwrap();
     let reason = h.collect().into_iter().find_map(|ev| match ev {
         Event::Finished { reason, usage, .. } => Some((reason, usage.completion_tokens())),
         _ => None,

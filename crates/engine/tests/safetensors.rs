@@ -1,6 +1,5 @@
 //! A Hugging Face safetensors folder loads and computes what the same weights compute from a
 //! GGUF file. The model is a small random Qwen2 made here, with the real Qwen tokenizer.
-mod common;
 
 use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::quantized::tokenizer::TokenizerFromGguf;
@@ -18,7 +17,7 @@ const LAYERS: usize = 2;
 #[test]
 fn safetensors_folder_matches_the_same_weights_in_gguf() {
     let dir = tempfile::tempdir().unwrap();
-    let src = common::model(common::SMALL);
+    let src = ponder_testkit::model(ponder_testkit::SMALL);
     let mut f = std::fs::File::open(&src).unwrap();
     let ct = gguf_file::Content::read(&mut f).unwrap();
     let vocab = ct.tensor_infos["token_embd.weight"].shape.dims()[0];

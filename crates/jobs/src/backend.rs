@@ -1,11 +1,14 @@
 //! Where samples are generated. The job runner only knows this interface; the in-process
 //! engine is one implementation, a remote OpenAI-compatible server ([`crate::remote`]) another.
 
-use ponder_engine::{Engine, EngineError, Event, GenerateRequest, RequestHandle};
-use std::time::Duration;
+use crate::remote::error::RemoteError;
+use futures_util::{Stream, StreamExt};
+use ponder_engine::{Engine, EngineError, Event, GenerateRequest};
+use std::pin::Pin;
 
 pub trait Backend: Send + Sync {
-    fn start(&self, req: GenerateRequest) -> Result<Box<dyn Generation>, String>;
+    /// Sends a request; what it has to say arrives on the returned stream.
+    fn start(&self, req: GenerateRequest) -> Result<Generation, BackendError>;
     /// Concurrent samples that make sense for this backend.
     fn parallelism(&self) -> usize;
     /// Why the backend cannot make progress right now (say, the remote server is down and
@@ -15,26 +18,31 @@ pub trait Backend: Send + Sync {
     }
 }
 
+/// One request in flight: everything it has to say, ending once it has said it all. Dropping
+/// it cancels the request. It can be awaited among many (the runner selects over all of its
+/// requests at once) without a thread or a poll per request.
+pub type Generation = Pin<Box<dyn Stream<Item = Next> + Send>>;
+
 /// What a generation has to say next.
 #[derive(Debug)]
 pub enum Next {
     /// An event of the request. A second `Started` means the request started over (after a
     /// dropped connection): text received for its unfinished samples is void.
     Event(Event),
-    /// Nothing within the timeout.
-    Idle,
-    /// Every event has been delivered.
-    Ended,
     /// The backend cannot run this request at all (a revoked key, say): the job stops, and
     /// nothing of this request is recorded.
-    Failed(String),
+    Failed(BackendError),
 }
 
-/// One request in flight: its events, and a way to stop it.
-pub trait Generation: Send {
-    /// The next event, waiting at most `timeout`.
-    fn next(&mut self, timeout: Duration) -> Next;
-    fn cancel(&self);
+/// Why a backend would not run a request.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Remote(#[from] RemoteError),
+    #[error("cannot start a thread for the request: {0}")]
+    Thread(#[source] std::io::Error),
 }
 
 pub struct LocalBackend<'a> {
@@ -43,25 +51,10 @@ pub struct LocalBackend<'a> {
 }
 
 impl Backend for LocalBackend<'_> {
-    fn start(&self, req: GenerateRequest) -> Result<Box<dyn Generation>, String> {
-        self.engine.submit(req).map(|h| Box::new(Local(h)) as Box<dyn Generation>).map_err(|e: EngineError| e.to_string())
+    fn start(&self, req: GenerateRequest) -> Result<Generation, BackendError> {
+        Ok(Box::pin(self.engine.submit(req)?.map(Next::Event)))
     }
     fn parallelism(&self) -> usize {
         self.max_seqs
-    }
-}
-
-struct Local(RequestHandle);
-
-impl Generation for Local {
-    fn next(&mut self, timeout: Duration) -> Next {
-        match self.0.recv_timeout(timeout) {
-            Ok(ev) => Next::Event(ev),
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => Next::Idle,
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Next::Ended,
-        }
-    }
-    fn cancel(&self) {
-        self.0.cancel();
     }
 }

@@ -3,8 +3,9 @@
 
 use crate::reader::Problem;
 use crate::store::{JobId, SampleRow, Store, StoreError};
-use crate::verdict::{judge, Verdict};
-use serde::Serialize;
+use ponder_answers::verdict::{judge, Judgement, Verdict};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SampleOut {
@@ -29,21 +30,58 @@ pub struct Row {
     pub extra: Vec<(String, String)>,
 }
 
+/// The one projection from samples to what they say about each problem: its finished samples
+/// in sample order, their extracted answers, and the judgement of those against the key. A
+/// problem with no samples yet has no majority, an agreement of 0 and the verdict `Unsure`.
+struct Projected<'s> {
+    samples: Vec<&'s SampleRow>,
+    answers: Vec<Option<String>>,
+    judgement: Judgement,
+}
+
+fn project<'s>(problems: &[Problem], samples: &'s [SampleRow]) -> Vec<Projected<'s>> {
+    let mut by_problem: Vec<Vec<&SampleRow>> = vec![Vec::new(); problems.len()];
+    for s in samples {
+        if let Some(v) = by_problem.get_mut(s.problem_idx) {
+            v.push(s);
+        }
+    }
+    problems
+        .iter()
+        .zip(by_problem)
+        .map(|(p, mut mine)| {
+            mine.sort_by_key(|s| s.sample_idx);
+            let answers: Vec<Option<String>> = mine.iter().map(|s| s.extracted.clone()).collect();
+            let judgement = judge(p.key.as_deref(), &answers);
+            Projected { samples: mine, answers, judgement }
+        })
+        .collect()
+}
+
+/// Where a verdict goes in a report: what needs a teacher's eye first (disputed keys, then
+/// unsure problems), then problems still running, then what is settled.
+pub fn report_rank(verdict: Option<Verdict>) -> u8 {
+    match verdict {
+        Some(Verdict::Disputed) => 0,
+        Some(Verdict::Unsure) => 1,
+        None => 2,
+        Some(Verdict::Confirmed) => 3,
+        Some(Verdict::Answered) => 4,
+    }
+}
+
 pub fn rows_of(problems: &[Problem], samples: &[SampleRow]) -> Vec<Row> {
     problems
         .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let mine: Vec<&SampleRow> = samples.iter().filter(|s| s.problem_idx == i).collect();
-            let answers: Vec<Option<String>> = mine.iter().map(|s| s.extracted.clone()).collect();
-            let j = judge(p.key.as_deref(), &answers);
+        .zip(project(problems, samples))
+        .map(|(p, Projected { samples: mine, answers, judgement: j })| {
             Row {
                 id: p.id.clone(),
                 question: p.question.clone(),
                 key: p.key.clone(),
                 majority: j.majority,
                 agreement: j.agreement,
-                verdict: if mine.is_empty() { Verdict::Unsure } else { j.verdict },
+                verdict: j.verdict,
                 answers,
                 samples: mine
                     .iter()
@@ -105,6 +143,59 @@ pub fn to_csv(rows: &[Row]) -> String {
     String::from_utf8(w.into_inner().expect("in-memory flush")).expect("csv is UTF-8")
 }
 
+/// The forms a job's results are written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExportFormat {
+    /// One row per problem, for a spreadsheet.
+    Csv,
+    /// One JSON object per problem, every sample included.
+    Jsonl,
+    /// The validation report: counts by verdict, what needs a look first.
+    Markdown,
+}
+
+impl ExportFormat {
+    pub fn extension(self) -> &'static str {
+        match self {
+            ExportFormat::Csv => "csv",
+            ExportFormat::Jsonl => "jsonl",
+            ExportFormat::Markdown => "md",
+        }
+    }
+
+    /// The format a file name asks for: .csv, .md, and JSONL for anything else.
+    pub fn of_path(path: &Path) -> Self {
+        match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+            Some("csv") => ExportFormat::Csv,
+            Some("md") | Some("markdown") => ExportFormat::Markdown,
+            _ => ExportFormat::Jsonl,
+        }
+    }
+
+    /// The file name to suggest for the results of a question file named `source`:
+    /// `algebra.csv` gives `algebra.results.csv`, `algebra.results.jsonl` and `algebra.report.md`.
+    pub fn file_name(self, source: &str) -> String {
+        let stem = Path::new(source).file_stem().map_or_else(|| source.to_string(), |s| s.to_string_lossy().into_owned());
+        let kind = if self == ExportFormat::Markdown { "report" } else { "results" };
+        format!("{stem}.{kind}.{}", self.extension())
+    }
+
+    /// The rows of the job read from the question file `source`, in this format.
+    pub fn render(self, source: &str, rows: &[Row]) -> String {
+        match self {
+            ExportFormat::Csv => to_csv(rows),
+            ExportFormat::Jsonl => to_jsonl(rows),
+            ExportFormat::Markdown => to_markdown(&title(source), rows),
+        }
+    }
+}
+
+/// A validation report's title, for the question file `source`.
+pub fn title(source: &str) -> String {
+    format!("Validation of {source}")
+}
+
 fn one_line(s: &str, max: usize) -> String {
     let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > max {
@@ -123,14 +214,8 @@ pub fn to_markdown(title: &str, rows: &[Row]) -> String {
             md.push_str(&format!("| {} | {n} |\n", v.as_str()));
         }
     }
-    let order = |v: Verdict| match v {
-        Verdict::Disputed => 0,
-        Verdict::Unsure => 1,
-        Verdict::Confirmed => 2,
-        Verdict::Answered => 3,
-    };
     let mut sorted: Vec<&Row> = rows.iter().collect();
-    sorted.sort_by_key(|r| order(r.verdict));
+    sorted.sort_by_key(|r| report_rank(Some(r.verdict)));
     md.push_str("\n| id | verdict | key | majority | agreement | question |\n|---|---|---|---|---|---|\n");
     for r in sorted {
         md.push_str(&format!(
@@ -177,20 +262,11 @@ pub struct VerdictCounts {
 }
 
 pub fn statuses(problems: &[Problem], samples: &[SampleRow], samples_per_problem: usize) -> Vec<ProblemStatus> {
-    let mut by_problem: Vec<Vec<&SampleRow>> = vec![Vec::new(); problems.len()];
-    for s in samples {
-        if let Some(v) = by_problem.get_mut(s.problem_idx) {
-            v.push(s);
-        }
-    }
     problems
         .iter()
-        .zip(by_problem)
+        .zip(project(problems, samples))
         .enumerate()
-        .map(|(idx, (p, mut mine))| {
-            mine.sort_by_key(|s| s.sample_idx);
-            let answers: Vec<Option<String>> = mine.iter().map(|s| s.extracted.clone()).collect();
-            let j = judge(p.key.as_deref(), &answers);
+        .map(|(idx, (p, Projected { samples: mine, answers, judgement: j }))| {
             let complete = mine.len() >= samples_per_problem;
             ProblemStatus {
                 idx,
@@ -201,12 +277,19 @@ pub fn statuses(problems: &[Problem], samples: &[SampleRow], samples_per_problem
                 samples_done: mine.len(),
                 samples_total: samples_per_problem,
                 majority: j.majority,
-                agreement: if mine.is_empty() { 0.0 } else { j.agreement },
+                agreement: j.agreement,
                 verdict: complete.then_some(j.verdict),
                 answers,
             }
         })
         .collect()
+}
+
+/// The problems' indices in report order (ties keep the file's order).
+pub fn report_order(statuses: &[ProblemStatus]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..statuses.len()).collect();
+    order.sort_by_key(|&i| report_rank(statuses[i].verdict));
+    order
 }
 
 pub fn counts(statuses: &[ProblemStatus]) -> VerdictCounts {
@@ -226,6 +309,28 @@ pub fn counts(statuses: &[ProblemStatus]) -> VerdictCounts {
 #[cfg(test)]
 mod status_tests {
     use super::*;
+
+    #[test]
+    fn export_names_follow_the_question_file() {
+        let names: Vec<String> = [ExportFormat::Csv, ExportFormat::Jsonl, ExportFormat::Markdown].map(|f| f.file_name("algebra.csv")).into();
+        assert_eq!(names, ["algebra.results.csv", "algebra.results.jsonl", "algebra.report.md"]);
+        for f in [ExportFormat::Csv, ExportFormat::Jsonl, ExportFormat::Markdown] {
+            assert_eq!(ExportFormat::of_path(Path::new(&f.file_name("x.txt"))), f);
+        }
+    }
+
+    #[test]
+    fn reports_put_what_needs_a_look_first_and_keep_the_file_order_within_a_verdict() {
+        let problems: Vec<Problem> = (0..5).map(|i| problem(&i.to_string(), Some("4"))).collect();
+        let samples = [sample(0, 0, "4"), sample(1, 0, "5"), sample(3, 0, "4"), sample(4, 0, "6")];
+        let st = statuses(&problems, &samples, 1);
+        // 0 confirmed, 1 disputed, 2 still running, 3 confirmed, 4 disputed.
+        assert_eq!(report_order(&st), vec![1, 4, 2, 0, 3]);
+        let md = to_markdown("t", &rows_of(&problems, &samples));
+        let ids: Vec<&str> = md.lines().skip_while(|l| !l.starts_with("| id ")).skip(2).map(|l| &l[2..3]).collect();
+        // In the finished report a problem without samples is unsure.
+        assert_eq!(ids, ["1", "4", "2", "0", "3"]);
+    }
 
     fn problem(id: &str, key: Option<&str>) -> Problem {
         Problem { id: id.into(), question: format!("q{id}"), key: key.map(Into::into), extra: vec![], line: 2 }

@@ -1,16 +1,21 @@
 //! Runs a job: every pending sample of every problem through a backend, each finished sample
 //! written to the store at once. Pausing or cancelling stops what is in flight; those samples
 //! are not recorded and run again when the job resumes.
+//!
+//! The runner waits on all of its requests at once (one merged stream of their events) and on
+//! its control, so it sleeps until something happens instead of polling.
 
-use crate::backend::{Backend, Generation, Next};
-use crate::extract;
+use crate::backend::{Backend, BackendError, Generation, Next};
 use crate::store::{JobId, JobOptions, JobState, SampleRow, Store, StoreError};
+use futures_util::stream::{self, SelectAll, StreamExt};
+use ponder_answers::extract;
 use ponder_engine::{Channel, Event, FinishReason, GenerateRequest, Message, Priority, SamplingParams};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::Notify;
 
 pub const MATH_INSTRUCTION: &str = "Please reason step by step, and put your final answer within \\boxed{}.";
 pub const MATH_INSTRUCTION_ZH: &str = "请逐步推理，并把最终答案写在 \\boxed{} 中。";
@@ -28,17 +33,29 @@ pub fn prompt_for(question: &str, opts: &JobOptions) -> String {
 
 /// Pause or cancel a running job from another thread.
 #[derive(Clone, Default)]
-pub struct JobControl(Arc<AtomicU8>);
+pub struct JobControl(Arc<ControlState>);
+
+#[derive(Default)]
+struct ControlState {
+    requested: AtomicU8,
+    /// Wakes the runner when something is requested.
+    changed: Notify,
+}
 
 impl JobControl {
     pub fn pause(&self) {
-        self.0.store(1, Ordering::Relaxed);
+        self.request(1);
     }
     pub fn cancel(&self) {
-        self.0.store(2, Ordering::Relaxed);
+        self.request(2);
+    }
+    fn request(&self, what: u8) {
+        self.0.requested.store(what, Ordering::Relaxed);
+        // A permit is kept if the runner is not waiting right now.
+        self.0.changed.notify_one();
     }
     fn requested(&self) -> Option<JobState> {
-        match self.0.load(Ordering::Relaxed) {
+        match self.0.requested.load(Ordering::Relaxed) {
             1 => Some(JobState::Paused),
             2 => Some(JobState::Cancelled),
             _ => None,
@@ -73,13 +90,26 @@ pub enum RunError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("the backend refused a request: {0}")]
-    Backend(String),
+    Backend(#[from] BackendError),
+    #[error("cannot start the job's event loop: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+/// How often the runner looks again at whether the backend is waiting for something (a
+/// remote server that is down), when nothing else wakes it.
+const WAITING_CHECK: Duration = Duration::from_millis(250);
+
+/// The events of every request in flight, each tagged with its request; a request's end shows
+/// as `None`.
+type Events = SelectAll<stream::BoxStream<'static, (u64, Option<Next>)>>;
+
+fn tagged(id: u64, gen: Generation) -> stream::BoxStream<'static, (u64, Option<Next>)> {
+    gen.map(move |n| (id, Some(n))).chain(stream::once(async move { (id, None) })).boxed()
 }
 
 struct InFlight {
     problem_idx: usize,
     samples: Vec<usize>,
-    gen: Box<dyn Generation>,
     answer: Vec<String>,
     thinking: Vec<String>,
     started: Instant,
@@ -92,49 +122,117 @@ pub fn run_job(
     job: JobId,
     backend: &dyn Backend,
     control: &JobControl,
-    mut on_event: impl FnMut(JobEvent),
+    on_event: impl FnMut(JobEvent),
 ) -> Result<JobState, RunError> {
-    let opts = store.options(job)?;
-    let problems = store.problems(job)?;
-    let pending = store.pending(job)?;
-    let total = problems.len() * opts.samples;
-    let mut done = total - pending.len();
-    let mut queue: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for (p, s) in pending {
-        queue.entry(p).or_default().push(s);
-    }
-    store.set_state(job, JobState::Running)?;
-    let capacity = backend.parallelism().max(1);
-    let mut flying: Vec<InFlight> = Vec::new();
-    let started = Instant::now();
-    let mut tokens = 0usize;
-    let mut done_this_run = 0usize;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().map_err(RunError::Runtime)?;
+    rt.block_on(Run::new(store, job, backend, on_event)?.run(control))
+}
 
-    let mut waiting: Option<String> = None;
-    loop {
-        let now_waiting = backend.waiting_for();
-        if now_waiting != waiting {
-            waiting = now_waiting;
-            on_event(JobEvent::Waiting { reason: waiting.clone() });
+/// A job's run: what is queued, what is in flight, and the progress figures.
+struct Run<'a, F> {
+    store: &'a Store,
+    job: JobId,
+    backend: &'a dyn Backend,
+    on_event: F,
+    opts: JobOptions,
+    problems: Vec<crate::reader::Problem>,
+    /// Pending samples by problem.
+    queue: BTreeMap<usize, Vec<usize>>,
+    flying: HashMap<u64, InFlight>,
+    events: Events,
+    next_id: u64,
+    total: usize,
+    done: usize,
+    done_this_run: usize,
+    tokens: usize,
+    started: Instant,
+}
+
+impl<'a, F: FnMut(JobEvent)> Run<'a, F> {
+    fn new(store: &'a Store, job: JobId, backend: &'a dyn Backend, on_event: F) -> Result<Self, RunError> {
+        let opts = store.options(job)?;
+        let problems = store.problems(job)?;
+        let pending = store.pending(job)?;
+        let total = problems.len() * opts.samples;
+        let mut queue: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for (p, s) in &pending {
+            queue.entry(*p).or_default().push(*s);
         }
-        if let Some(state) = control.requested() {
-            for f in &flying {
-                f.gen.cancel();
+        Ok(Self {
+            store,
+            job,
+            backend,
+            on_event,
+            opts,
+            problems,
+            queue,
+            flying: HashMap::new(),
+            events: SelectAll::new(),
+            next_id: 0,
+            total,
+            done: total - pending.len(),
+            done_this_run: 0,
+            tokens: 0,
+            started: Instant::now(),
+        })
+    }
+
+    async fn run(mut self, control: &JobControl) -> Result<JobState, RunError> {
+        self.store.set_state(self.job, JobState::Running)?;
+        let mut waiting: Option<String> = None;
+        loop {
+            let now_waiting = self.backend.waiting_for();
+            if now_waiting != waiting {
+                waiting = now_waiting;
+                (self.on_event)(JobEvent::Waiting { reason: waiting.clone() });
             }
-            store.set_state(job, state)?;
-            return Ok(state);
+            if let Some(state) = control.requested() {
+                // Dropping the requests cancels them; their samples run again on resume.
+                self.events = SelectAll::new();
+                self.store.set_state(self.job, state)?;
+                return Ok(state);
+            }
+            self.fill()?;
+            if self.flying.is_empty() {
+                break;
+            }
+            let woke = tokio::select! {
+                _ = control.0.changed.notified() => None,
+                _ = tokio::time::sleep(WAITING_CHECK) => None,
+                Some(tagged) = self.events.next() => Some(tagged),
+            };
+            match woke {
+                None => {}
+                Some((id, Some(Next::Event(ev)))) => self.on_request_event(id, ev)?,
+                Some((_, Some(Next::Failed(e)))) => {
+                    self.events = SelectAll::new();
+                    self.store.set_state(self.job, JobState::Paused)?;
+                    return Err(RunError::Backend(e));
+                }
+                Some((id, None)) => {
+                    self.flying.remove(&id);
+                }
+            }
         }
-        // Keep the backend full: whole problems while they fit (their samples share a prefill).
-        let in_use: usize = flying.iter().map(|f| f.samples.len()).sum();
+        let state = if self.store.pending(self.job)?.is_empty() { JobState::Done } else { JobState::Paused };
+        self.store.set_state(self.job, state)?;
+        Ok(state)
+    }
+
+    /// Keeps the backend full: whole problems while they fit (their samples share a prefill).
+    fn fill(&mut self) -> Result<(), RunError> {
+        let capacity = self.backend.parallelism().max(1);
+        let in_use: usize = self.flying.values().map(|f| f.samples.len()).sum();
         let mut room = capacity.saturating_sub(in_use);
         while room > 0 {
-            let Some((&p, _)) = queue.iter().next() else { break };
-            let samples = queue.get_mut(&p).unwrap();
+            let Some((&p, _)) = self.queue.iter().next() else { break };
+            let samples = self.queue.get_mut(&p).expect("the key was just found");
             let take: Vec<usize> = samples.drain(..samples.len().min(room)).collect();
             if samples.is_empty() {
-                queue.remove(&p);
+                self.queue.remove(&p);
             }
             room -= take.len();
+            let opts = &self.opts;
             let req = GenerateRequest {
                 sampling: SamplingParams {
                     temperature: opts.temperature,
@@ -147,117 +245,93 @@ pub fn run_job(
                 thinking_budget: opts.thinking_budget,
                 n: take.len(),
                 priority: Priority::Batch,
-                ..GenerateRequest::chat(vec![Message::user(prompt_for(&problems[p].question, &opts))])
+                ..GenerateRequest::chat(vec![Message::user(prompt_for(&self.problems[p].question, opts))])
             };
-            let gen = backend.start(req).map_err(RunError::Backend)?;
+            let gen = self.backend.start(req)?;
+            let id = self.next_id;
+            self.next_id += 1;
+            self.events.push(tagged(id, gen));
             let k = take.len();
-            flying.push(InFlight {
-                problem_idx: p,
-                samples: take,
-                gen,
-                answer: vec![String::new(); k],
-                thinking: vec![String::new(); k],
-                started: Instant::now(),
-                first: vec![None; k],
-            });
+            self.flying.insert(
+                id,
+                InFlight {
+                    problem_idx: p,
+                    samples: take,
+                    answer: vec![String::new(); k],
+                    thinking: vec![String::new(); k],
+                    started: Instant::now(),
+                    first: vec![None; k],
+                },
+            );
         }
-        if flying.is_empty() {
-            break;
-        }
-        // Drain events from everything in flight.
-        let wait = Duration::from_millis(if flying.len() > 1 { 2 } else { 50 });
-        let mut finished_requests = Vec::new();
-        for (fi, f) in flying.iter_mut().enumerate() {
-            loop {
-                let ev = match f.gen.next(wait) {
-                    Next::Event(ev) => ev,
-                    Next::Idle => break,
-                    Next::Ended => {
-                        finished_requests.push(fi);
-                        break;
-                    }
-                    Next::Failed(e) => {
-                        for f in &flying {
-                            f.gen.cancel();
-                        }
-                        store.set_state(job, JobState::Paused)?;
-                        return Err(RunError::Backend(e));
-                    }
-                };
-                match ev {
-                    Event::Started { .. } => {
-                        // A retried request: unfinished samples start again from nothing.
-                        for i in 0..f.samples.len() {
-                            if !f.answer[i].is_empty() || !f.thinking[i].is_empty() {
-                                f.answer[i].clear();
-                                f.thinking[i].clear();
-                                f.first[i] = None;
-                                on_event(JobEvent::Restarted { problem_idx: f.problem_idx, sample_idx: f.samples[i] });
-                            }
-                        }
-                    }
-                    Event::Delta { index, channel, text } => {
-                        f.first[index].get_or_insert_with(Instant::now);
-                        match channel {
-                            Channel::Thinking => f.thinking[index].push_str(&text),
-                            Channel::Answer => f.answer[index].push_str(&text),
-                        }
-                        on_event(JobEvent::Delta { problem_idx: f.problem_idx, sample_idx: f.samples[index], channel, text });
-                    }
-                    Event::Finished { index, reason, usage, error } => {
-                        if reason == FinishReason::Cancelled {
-                            continue; // not recorded: it runs again on resume
-                        }
-                        let extracted = if reason == FinishReason::Length {
-                            extract::explicit_answer(&f.answer[index], &f.thinking[index])
-                        } else {
-                            extract::final_answer(&f.answer[index], &f.thinking[index])
-                        };
-                        let finish_reason = match (&error, reason) {
-                            (Some(e), _) => format!("error: {e}"),
-                            (None, r) => format!("{r:?}").to_lowercase(),
-                        };
-                        let row = SampleRow {
-                            problem_idx: f.problem_idx,
-                            sample_idx: f.samples[index],
-                            answer: std::mem::take(&mut f.answer[index]),
-                            thinking: std::mem::take(&mut f.thinking[index]),
-                            extracted: extracted.clone(),
-                            finish_reason: finish_reason.clone(),
-                            prompt_tokens: usage.prompt_tokens,
-                            thinking_tokens: usage.thinking_tokens,
-                            answer_tokens: usage.answer_tokens,
-                            ttft_ms: usage.time_to_first_token.map_or(0, |d| d.as_millis() as u64),
-                            duration_ms: f.started.elapsed().as_millis() as u64,
-                        };
-                        if store.insert_sample(job, &row)? {
-                            done += 1;
-                            done_this_run += 1;
-                        }
-                        tokens += usage.completion_tokens();
-                        on_event(JobEvent::Sample {
-                            problem_idx: f.problem_idx,
-                            sample_idx: row.sample_idx,
-                            extracted,
-                            finish_reason,
-                        });
-                        let secs = started.elapsed().as_secs_f64().max(1e-3);
-                        let rate = done_this_run as f64 / secs;
-                        on_event(JobEvent::Progress(Progress {
-                            done,
-                            total,
-                            tokens_per_second: tokens as f64 / secs,
-                            eta_seconds: (rate > 0.0).then(|| (total - done) as f64 / rate),
-                        }));
+        Ok(())
+    }
+
+    fn on_request_event(&mut self, id: u64, ev: Event) -> Result<(), RunError> {
+        let Some(f) = self.flying.get_mut(&id) else { return Ok(()) };
+        let on_event = &mut self.on_event;
+        match ev {
+            Event::Started { .. } => {
+                // A retried request: unfinished samples start again from nothing.
+                for i in 0..f.samples.len() {
+                    if !f.answer[i].is_empty() || !f.thinking[i].is_empty() {
+                        f.answer[i].clear();
+                        f.thinking[i].clear();
+                        f.first[i] = None;
+                        on_event(JobEvent::Restarted { problem_idx: f.problem_idx, sample_idx: f.samples[i] });
                     }
                 }
             }
+            Event::Delta { index, channel, text } => {
+                f.first[index].get_or_insert_with(Instant::now);
+                match channel {
+                    Channel::Thinking => f.thinking[index].push_str(&text),
+                    Channel::Answer => f.answer[index].push_str(&text),
+                }
+                on_event(JobEvent::Delta { problem_idx: f.problem_idx, sample_idx: f.samples[index], channel, text });
+            }
+            Event::Finished { index, reason, usage, error } => {
+                if reason == FinishReason::Cancelled {
+                    return Ok(()); // not recorded: it runs again on resume
+                }
+                let extracted = if reason == FinishReason::Length {
+                    extract::explicit_answer(&f.answer[index], &f.thinking[index])
+                } else {
+                    extract::final_answer(&f.answer[index], &f.thinking[index])
+                };
+                let finish_reason = match (&error, reason) {
+                    (Some(e), _) => format!("error: {e}"),
+                    (None, r) => r.as_str().to_string(),
+                };
+                let row = SampleRow {
+                    problem_idx: f.problem_idx,
+                    sample_idx: f.samples[index],
+                    answer: std::mem::take(&mut f.answer[index]),
+                    thinking: std::mem::take(&mut f.thinking[index]),
+                    extracted: extracted.clone(),
+                    finish_reason: finish_reason.clone(),
+                    prompt_tokens: usage.prompt_tokens,
+                    thinking_tokens: usage.thinking_tokens,
+                    answer_tokens: usage.answer_tokens,
+                    ttft_ms: usage.time_to_first_token.map_or(0, |d| d.as_millis() as u64),
+                    duration_ms: f.started.elapsed().as_millis() as u64,
+                };
+                if self.store.insert_sample(self.job, &row)? {
+                    self.done += 1;
+                    self.done_this_run += 1;
+                }
+                self.tokens += usage.completion_tokens();
+                on_event(JobEvent::Sample { problem_idx: f.problem_idx, sample_idx: row.sample_idx, extracted, finish_reason });
+                let secs = self.started.elapsed().as_secs_f64().max(1e-3);
+                let rate = self.done_this_run as f64 / secs;
+                on_event(JobEvent::Progress(Progress {
+                    done: self.done,
+                    total: self.total,
+                    tokens_per_second: self.tokens as f64 / secs,
+                    eta_seconds: (rate > 0.0).then(|| (self.total - self.done) as f64 / rate),
+                }));
+            }
         }
-        for fi in finished_requests.into_iter().rev() {
-            flying.remove(fi);
-        }
+        Ok(())
     }
-    let state = if store.pending(job)?.is_empty() { JobState::Done } else { JobState::Paused };
-    store.set_state(job, state)?;
-    Ok(state)
 }

@@ -69,7 +69,28 @@ pub struct JobOptions {
 
 impl Default for JobOptions {
     fn default() -> Self {
-        Self { samples: 4, max_tokens: 4096, thinking_budget: None, temperature: 0.6, top_p: 0.95, seed: None, math_instruction: true }
+        let sampling = ponder_engine::SamplingParams::default();
+        Self {
+            samples: Self::suggested_samples(true),
+            max_tokens: ponder_engine::DEFAULT_MAX_TOKENS,
+            thinking_budget: None,
+            temperature: sampling.temperature,
+            top_p: sampling.top_p,
+            seed: None,
+            math_instruction: true,
+        }
+    }
+}
+
+impl JobOptions {
+    /// Samples per problem to suggest for a file: with an answer key, enough for a majority to
+    /// confirm or dispute it; without one, a single answer each.
+    pub fn suggested_samples(has_key: bool) -> usize {
+        if has_key {
+            4
+        } else {
+            1
+        }
     }
 }
 

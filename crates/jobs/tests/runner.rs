@@ -6,15 +6,10 @@ use ponder_jobs::backend::LocalBackend;
 use ponder_jobs::reader::Problem;
 use ponder_jobs::runner::{run_job, JobControl, JobEvent};
 use ponder_jobs::{report, JobOptions, JobState, Store};
-use std::path::PathBuf;
 
 fn engine() -> Engine {
-    ponder_engine::set_threads(2);
-    let dir = std::env::var_os("PONDER_TEST_MODELS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ponder/test-models"));
-    let p = dir.join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
-    assert!(p.exists(), "test model {} is missing: run scripts/fetch-test-models.sh", p.display());
+    ponder_testkit::threads();
+    let p = ponder_testkit::small_model();
     Engine::start(ponder_engine::load(&p, &LoadOptions { max_context: Some(2048), ..Default::default() }).unwrap(), EngineConfig::default()).unwrap()
 }
 
@@ -102,7 +97,7 @@ fn reports_in_three_formats() {
     let job = store.create_job("t", "test", &opts(), &ps).unwrap();
     assert_eq!(run_job(&store, job, &backend, &JobControl::default(), |_| {}).unwrap(), JobState::Done);
     let rows = report::rows(&store, job).unwrap();
-    assert_eq!(rows[2].verdict, ponder_jobs::Verdict::Disputed, "{:?}", rows[2]);
+    assert_eq!(rows[2].verdict, ponder_answers::Verdict::Disputed, "{:?}", rows[2]);
 
     let jsonl = report::to_jsonl(&rows);
     let first: serde_json::Value = serde_json::from_str(jsonl.lines().next().unwrap()).unwrap();

@@ -57,7 +57,8 @@ impl From<ponder_engine::EngineError> for ApiError {
         use ponder_engine::EngineError as E;
         match e {
             E::ContextOverflow { .. } => ApiError::bad_request(e.to_string(), Some("max_tokens")),
-            E::InvalidRequest(_) | E::Template(_) | E::Tokenizer(_) => ApiError::bad_request(e.to_string(), None),
+            E::InvalidRequest(ref r) => ApiError::bad_request(e.to_string(), Some(r.field())),
+            E::Template(_) | E::Tokenizer(_) => ApiError::bad_request(e.to_string(), None),
             other => ApiError::internal(other.to_string()),
         }
     }

@@ -3,7 +3,6 @@
 //! `POST /v1/completions`, streamed over SSE or not. Concurrent requests share the engine's
 //! batches; a client that goes away cancels its request.
 
-mod api;
 mod error;
 mod routes;
 
@@ -32,12 +31,18 @@ impl ServerConfig {
     }
 
     /// Binding beyond loopback exposes the model to the network: only with a key.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if !self.addr.ip().is_loopback() && self.api_key.is_none() {
-            return Err(format!("refusing to listen on {} without --api-key (only loopback addresses may go without one)", self.addr.ip()));
+            return Err(ConfigError::PublicWithoutKey(self.addr.ip()));
         }
         Ok(())
     }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("refusing to listen on {0} without --api-key (only loopback addresses may go without one)")]
+    PublicWithoutKey(std::net::IpAddr),
 }
 
 pub(crate) struct AppState {

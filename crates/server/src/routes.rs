@@ -1,7 +1,11 @@
-//! Request handlers. Each request runs on the engine; a thread per request turns its engine
-//! events into HTTP output, and a client that disconnects cancels the request.
+//! Request handlers. Each request runs on the engine; its handler awaits the engine's events and
+//! turns them into OpenAI's wire format (`ponder-openai`), and a client that disconnects cancels
+//! the request.
 
-use crate::api::{ChatRequest, CompletionRequest, ModelEntry, PromptField, TokenDetails, Usage};
+use ponder_openai::{
+    AssistantMessage, ChatChoice, ChatChunk, ChatCompletion, ChatRequest, ChunkChoice, Completion, CompletionChoice,
+    CompletionRequest, Delta, ModelEntry, ModelList, PromptField, Usage,
+};
 use crate::error::ApiError;
 use crate::AppState;
 use axum::extract::rejection::JsonRejection;
@@ -13,9 +17,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use ponder_engine::{Channel, Event, FinishReason, GenerateRequest, Message, Priority, Prompt, RequestHandle, Role, SamplingParams};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -74,9 +78,9 @@ async fn auth(State(state): State<Arc<AppState>>, req: Request, next: Next) -> R
     next.run(req).await
 }
 
-async fn models(State(state): State<Arc<AppState>>) -> Json<Value> {
-    let entry = ModelEntry { id: state.config.model_name.clone(), object: "model", created: state.created, owned_by: "ponder" };
-    Json(json!({"object": "list", "data": [entry]}))
+async fn models(State(state): State<Arc<AppState>>) -> Json<ModelList> {
+    let entry = ModelEntry { id: state.config.model_name.clone(), object: "model".into(), created: state.created, owned_by: "ponder".into() };
+    Json(ModelList { object: "list".into(), data: vec![entry] })
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -126,17 +130,6 @@ fn check_common(state: &AppState, model: &Option<String>, n: usize, temperature:
     Ok(())
 }
 
-/// Cancels the request when the handler is dropped (the client went away) before it finished.
-struct CancelOnDrop(Arc<AtomicBool>, bool);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if !self.1 {
-            self.0.store(true, Ordering::Relaxed);
-        }
-    }
-}
-
 async fn chat(State(state): State<Arc<AppState>>, ApiJson(req): ApiJson<ChatRequest>) -> Result<Response, ApiError> {
     let n = req.n.unwrap_or(1);
     check_common(&state, &req.model, n, req.temperature)?;
@@ -161,7 +154,7 @@ async fn chat(State(state): State<Arc<AppState>>, ApiJson(req): ApiJson<ChatRequ
             seed: req.seed,
             ..defaults
         },
-        max_tokens: req.max_completion_tokens.or(req.max_tokens).unwrap_or(4096.min(state.engine.context_length() / 2)),
+        max_tokens: req.max_completion_tokens.or(req.max_tokens).unwrap_or(ponder_engine::DEFAULT_MAX_TOKENS.min(state.engine.context_length() / 2)),
         thinking_budget: req.thinking_budget,
         stop: req.stop.map(|s| s.into_vec()).unwrap_or_default(),
         n,
@@ -171,8 +164,12 @@ async fn chat(State(state): State<Arc<AppState>>, ApiJson(req): ApiJson<ChatRequ
     let handle = state.engine.submit(gen)?;
     let ctx = Ctx { id: new_id("chatcmpl"), created: now(), model: state.config.model_name.clone() };
     if req.stream {
-        let include_usage = req.stream_options.is_some_and(|o| o.include_usage);
-        Ok(stream(handle, move |ev, first| ctx.chat_chunk(ev, first), include_usage).into_response())
+        let ctx = Arc::new(ctx);
+        let usage_chunk = req.stream_options.is_some_and(|o| o.include_usage).then(|| {
+            let ctx = ctx.clone();
+            move |u| ctx.usage_chunk(u)
+        });
+        Ok(stream(handle, move |ev, first| ctx.chat_chunk(ev, first), usage_chunk).into_response())
     } else {
         let (events, usage) = collect(handle).await?;
         let mut texts = vec![(String::new(), String::new(), "stop"); n];
@@ -184,22 +181,22 @@ async fn chat(State(state): State<Arc<AppState>>, ApiJson(req): ApiJson<ChatRequ
                 Event::Started { .. } => {}
             }
         }
-        let choices: Vec<Value> = texts
+        let choices = texts
             .into_iter()
             .enumerate()
-            .map(|(i, (content, reasoning, finish))| {
-                let mut msg = json!({"role": "assistant", "content": content});
-                if !reasoning.is_empty() {
-                    msg["reasoning_content"] = json!(reasoning);
-                }
-                json!({"index": i, "message": msg, "finish_reason": finish, "logprobs": null})
+            .map(|(index, (content, reasoning, finish))| ChatChoice {
+                index,
+                message: AssistantMessage {
+                    role: "assistant".into(),
+                    content,
+                    reasoning_content: (!reasoning.is_empty()).then_some(reasoning),
+                },
+                finish_reason: Some(finish.into()),
+                logprobs: None,
             })
             .collect();
-        Ok(Json(json!({
-            "id": ctx.id, "object": "chat.completion", "created": ctx.created, "model": ctx.model,
-            "choices": choices, "usage": usage,
-        }))
-        .into_response())
+        let reply = ChatCompletion { id: ctx.id, object: "chat.completion".into(), created: ctx.created, model: ctx.model, choices, usage };
+        Ok(Json(reply).into_response())
     }
 }
 
@@ -230,7 +227,7 @@ async fn completions(State(state): State<Arc<AppState>>, ApiJson(req): ApiJson<C
     let handle = state.engine.submit(gen)?;
     let ctx = Ctx { id: new_id("cmpl"), created: now(), model: state.config.model_name.clone() };
     if req.stream {
-        Ok(stream(handle, move |ev, _| ctx.completion_chunk(ev), false).into_response())
+        Ok(stream(handle, move |ev, _| ctx.completion_chunk(ev), None::<fn(Usage) -> Value>).into_response())
     } else {
         let (events, usage) = collect(handle).await?;
         let mut texts = vec![(String::new(), "stop"); n];
@@ -242,16 +239,14 @@ async fn completions(State(state): State<Arc<AppState>>, ApiJson(req): ApiJson<C
                 Event::Started { .. } => {}
             }
         }
-        let choices: Vec<Value> = texts
+        let choices = texts
             .into_iter()
             .enumerate()
-            .map(|(i, (text, finish))| json!({"index": i, "text": text, "finish_reason": finish, "logprobs": null}))
+            .map(|(index, (text, finish))| CompletionChoice { index, text, finish_reason: Some(finish.into()), logprobs: None })
             .collect();
-        Ok(Json(json!({
-            "id": ctx.id, "object": "text_completion", "created": ctx.created, "model": ctx.model,
-            "choices": choices, "usage": usage,
-        }))
-        .into_response())
+        let reply =
+            Completion { id: ctx.id, object: "text_completion".into(), created: ctx.created, model: ctx.model, choices, usage: Some(usage) };
+        Ok(Json(reply).into_response())
     }
 }
 
@@ -266,61 +261,54 @@ struct Ctx {
 }
 
 impl Ctx {
-    fn chunk(&self, object: &str, choices: Value) -> Value {
-        json!({"id": self.id, "object": object, "created": self.created, "model": self.model, "choices": choices})
+    fn chat(&self, choices: Vec<ChunkChoice>, usage: Option<Usage>) -> ChatChunk {
+        let (id, object, created, model) = (self.id.clone(), "chat.completion.chunk".into(), self.created, self.model.clone());
+        ChatChunk { id, object, created, model, choices, usage, error: None }
     }
 
     fn chat_chunk(&self, ev: &Event, first: bool) -> Option<Value> {
-        match ev {
+        let choice = match ev {
             Event::Delta { index, channel, text } => {
-                let mut delta = match channel {
-                    Channel::Answer => json!({"content": text}),
-                    Channel::Thinking => json!({"reasoning_content": text}),
+                let role = first.then(|| "assistant".to_string());
+                let delta = match channel {
+                    Channel::Answer => Delta { role, content: Some(text.clone()), ..Default::default() },
+                    Channel::Thinking => Delta { role, reasoning_content: Some(text.clone()), ..Default::default() },
                 };
-                if first {
-                    delta["role"] = json!("assistant");
-                }
-                Some(self.chunk("chat.completion.chunk", json!([{"index": index, "delta": delta, "finish_reason": null}])))
+                ChunkChoice { index: *index, delta, ..Default::default() }
             }
-            Event::Finished { index, reason, .. } => Some(self.chunk(
-                "chat.completion.chunk",
-                json!([{"index": index, "delta": {}, "finish_reason": finish_str(*reason)}]),
-            )),
-            Event::Started { .. } => None,
-        }
+            Event::Finished { index, reason, .. } => {
+                ChunkChoice { index: *index, finish_reason: Some(finish_str(*reason).into()), ..Default::default() }
+            }
+            Event::Started { .. } => return None,
+        };
+        serde_json::to_value(self.chat(vec![choice], None)).ok()
     }
 
     fn completion_chunk(&self, ev: &Event) -> Option<Value> {
-        match ev {
-            Event::Delta { index, text, .. } => {
-                Some(self.chunk("text_completion", json!([{"index": index, "text": text, "finish_reason": null}])))
-            }
-            Event::Finished { index, reason, .. } => Some(self.chunk(
-                "text_completion",
-                json!([{"index": index, "text": "", "finish_reason": finish_str(*reason)}]),
-            )),
-            Event::Started { .. } => None,
-        }
+        let (index, text, finish) = match ev {
+            Event::Delta { index, text, .. } => (*index, text.clone(), None),
+            Event::Finished { index, reason, .. } => (*index, String::new(), Some(finish_str(*reason).into())),
+            Event::Started { .. } => return None,
+        };
+        let choices = vec![CompletionChoice { index, text, finish_reason: finish, logprobs: None }];
+        let chunk = Completion { id: self.id.clone(), object: "text_completion".into(), created: self.created, model: self.model.clone(), choices, usage: None };
+        serde_json::to_value(chunk).ok()
+    }
+
+    /// The closing chunk that carries the whole request's usage (`stream_options.include_usage`).
+    fn usage_chunk(&self, usage: Usage) -> Value {
+        serde_json::to_value(self.chat(Vec::new(), Some(usage))).unwrap_or_default()
     }
 }
 
 fn usage_of(prompt: usize, completion: usize, reasoning: usize) -> Usage {
-    Usage {
-        prompt_tokens: prompt,
-        completion_tokens: completion,
-        total_tokens: prompt + completion,
-        completion_tokens_details: TokenDetails { reasoning_tokens: reasoning },
-    }
+    Usage::new(prompt, completion, reasoning)
 }
 
-/// Waits for every sample on a blocking thread; the request is cancelled if this future is
-/// dropped first.
-async fn collect(handle: RequestHandle) -> Result<(Vec<Event>, Usage), ApiError> {
-    let mut guard = CancelOnDrop(handle.cancel_flag(), false);
-    let events = tokio::task::spawn_blocking(move || handle.collect())
-        .await
-        .map_err(|e| ApiError::internal(e.to_string()))?;
-    guard.1 = true;
+/// Waits for every sample. The request is cancelled if this future is dropped first (the
+/// client went away): dropping the handle cancels it.
+async fn collect(mut handle: RequestHandle) -> Result<(Vec<Event>, Usage), ApiError> {
+    let events = handle.collect_async().await;
     let (mut prompt, mut completion, mut reasoning) = (0, 0, 0);
     for ev in &events {
         if let Event::Finished { usage, error, .. } = ev {
@@ -335,21 +323,26 @@ async fn collect(handle: RequestHandle) -> Result<(Vec<Event>, Usage), ApiError>
     Ok((events, usage_of(prompt, completion, reasoning)))
 }
 
-/// Server-sent events from a request. The reading thread stops, and the request is cancelled,
-/// as soon as the client stops reading.
+/// Server-sent events from a request, forwarded by a task that ends, dropping the handle and
+/// so cancelling the request, as soon as the client stops reading.
 fn stream(
-    handle: RequestHandle,
+    mut handle: RequestHandle,
     chunk: impl Fn(&Event, bool) -> Option<Value> + Send + 'static,
-    include_usage: bool,
+    usage_chunk: Option<impl FnOnce(Usage) -> Value + Send + 'static>,
 ) -> Sse<ReceiverStream<Result<SseEvent, Infallible>>> {
     let (tx, rx) = tokio::sync::mpsc::channel(64);
-    std::thread::spawn(move || {
+    tokio::spawn(async move {
         let n = handle.n;
         let mut started = vec![false; n];
         let mut done = 0;
         let (mut prompt, mut completion, mut reasoning) = (0, 0, 0);
         while done < n {
-            let Some(ev) = handle.recv() else { break };
+            let ev = tokio::select! {
+                ev = handle.next_event() => ev,
+                // The client left while nothing was being sent (a long prompt, a queue).
+                _ = tx.closed() => return,
+            };
+            let Some(ev) = ev else { break };
             let first = match &ev {
                 Event::Delta { index, .. } => !std::mem::replace(&mut started[*index], true),
                 Event::Finished { usage, .. } => {
@@ -362,16 +355,16 @@ fn stream(
                 Event::Started { .. } => false,
             };
             if let Some(v) = chunk(&ev, first) {
-                if tx.blocking_send(Ok(SseEvent::default().data(v.to_string()))).is_err() {
+                if tx.send(Ok(SseEvent::default().data(v.to_string()))).await.is_err() {
                     return; // client gone: dropping the handle cancels the request
                 }
             }
         }
-        if include_usage {
-            let u = json!({"choices": [], "usage": usage_of(prompt, completion, reasoning)});
-            let _ = tx.blocking_send(Ok(SseEvent::default().data(u.to_string())));
+        if let Some(usage_chunk) = usage_chunk {
+            let u = usage_chunk(usage_of(prompt, completion, reasoning));
+            let _ = tx.send(Ok(SseEvent::default().data(u.to_string()))).await;
         }
-        let _ = tx.blocking_send(Ok(SseEvent::default().data("[DONE]")));
+        let _ = tx.send(Ok(SseEvent::default().data("[DONE]"))).await;
     });
     Sse::new(ReceiverStream::new(rx))
 }

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { cleanup, fireEvent, render, screen } from '@testing-library/svelte';
 import JobPanel from './JobPanel.svelte';
-import { JobsController, reportOrder, rowState } from './jobs.svelte';
+import { JobsController, rowState } from './jobs.svelte';
 import type { JobTable, ProblemStatus } from './api';
 import { setLanguage } from './i18n.svelte';
 
@@ -15,7 +15,7 @@ const problem = (idx: number, verdict: ProblemStatus['verdict'], done = 2): Prob
   answers: Array(done).fill(String(idx)), majority: verdict ? String(idx) : null, agreement: done ? 1 : 0, verdict,
 });
 
-function table(state: JobTable['summary']['state'], problems: ProblemStatus[]): JobTable {
+function table(state: JobTable['summary']['state'], problems: ProblemStatus[], report_order = problems.map((p) => p.idx)): JobTable {
   const count = (v: string) => problems.filter((p) => p.verdict === v).length;
   return {
     summary: { id: 3, name: 'set.csv', source: '/s/set.csv', state, created_at: 0, problems: problems.length,
@@ -24,6 +24,8 @@ function table(state: JobTable['summary']['state'], problems: ProblemStatus[]): 
     problems,
     counts: { confirmed: count('confirmed'), disputed: count('disputed'), unsure: count('unsure'), answered: 0,
       pending: problems.filter((p) => !p.verdict).length },
+    report_order,
+    export_names: { csv: 'set.results.csv', jsonl: 'set.results.jsonl', markdown: 'set.report.md' },
   };
 }
 
@@ -32,8 +34,6 @@ describe('job table', () => {
     expect(rowState(problem(0, null, 0), false)).toBe('queued');
     expect(rowState(problem(0, null, 1), true)).toBe('thinking');
     for (const v of ['confirmed', 'disputed', 'unsure', 'answered'] as const) expect(rowState(problem(0, v), false)).toBe(v);
-    const rows = [problem(0, 'confirmed'), problem(1, 'unsure'), problem(2, 'disputed'), problem(3, null, 0)];
-    expect(reportOrder(rows, (p) => rowState(p, false)).map((p) => p.idx)).toEqual([2, 1, 3, 0]);
   });
 
   it('shows a running job live, in file order, with its pause button', () => {
@@ -57,7 +57,8 @@ describe('job table', () => {
     setLanguage('zh-CN');
     const c = new JobsController();
     c.selectedId = 3;
-    c.table = table('done', [problem(0, 'confirmed'), problem(1, 'disputed'), problem(2, 'unsure'), problem(3, 'confirmed')]);
+    // The report's order comes from Rust (ponder_jobs::report::report_order).
+    c.table = table('done', [problem(0, 'confirmed'), problem(1, 'disputed'), problem(2, 'unsure'), problem(3, 'confirmed')], [1, 2, 0, 3]);
     render(JobPanel, { controller: c });
     expect(screen.getAllByTestId('job-row').map((r) => r.dataset.state)).toEqual(['disputed', 'unsure', 'confirmed', 'confirmed']);
     expect(screen.getByTestId('count-confirmed').textContent).toMatch(/答案确认\s*2/);

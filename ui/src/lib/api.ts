@@ -243,6 +243,10 @@ export interface JobTable {
   options: JobOptions;
   problems: ProblemStatus[];
   counts: VerdictCounts;
+  /** The problems' indices in the finished report's order. */
+  report_order: number[];
+  /** The file name to suggest for each export. */
+  export_names: Record<ExportFormat, string>;
 }
 
 export interface SampleRow {

@@ -12,12 +12,6 @@ export function rowState(p: ProblemStatus, running: boolean): RowState {
   return running ? 'thinking' : 'queued';
 }
 
-/** Report order: what needs a teacher's eye first. */
-const ORDER: Record<RowState, number> = { disputed: 0, unsure: 1, thinking: 2, queued: 3, answered: 4, confirmed: 5 };
-export function reportOrder(rows: ProblemStatus[], state: (p: ProblemStatus) => RowState): ProblemStatus[] {
-  return [...rows].sort((a, b) => ORDER[state(a)] - ORDER[state(b)] || a.idx - b.idx);
-}
-
 export interface PreviewItem {
   path: string;
   preview: FilePreview | null;

@@ -38,7 +38,9 @@ const mocks = {
       p(2, 'Is 1 prime?', 'no', ['no', 'yes'], null, 'unsure')];
     return { summary: { ...window.__jobs[0], id, state: done ? 'done' : 'running', samples_done: done ? 6 : 0 },
       options: window.__created.options, problems,
-      counts: done ? { confirmed: 1, disputed: 1, unsure: 1, answered: 0, pending: 0 } : { confirmed: 0, disputed: 0, unsure: 0, answered: 0, pending: 3 } };
+      counts: done ? { confirmed: 1, disputed: 1, unsure: 1, answered: 0, pending: 0 } : { confirmed: 0, disputed: 0, unsure: 0, answered: 0, pending: 3 },
+      report_order: done ? [1, 2, 0] : [0, 1, 2],
+      export_names: { csv: 'algebra.results.csv', jsonl: 'algebra.results.jsonl', markdown: 'algebra.report.md' } };
   },
   problem_samples: ({ problemIdx }) => problemIdx !== 1 ? [] : [0, 1].map((s) => ({ problem_idx: 1, sample_idx: s, answer: 'So $3 \\times 3 = \\boxed{9}$.',
     thinking: 'Three threes make nine.', extracted: '9', finish_reason: 'stop', prompt_tokens: 20, thinking_tokens: 5, answer_tokens: 8, ttft_ms: 100, duration_ms: 900 })),

@@ -15,14 +15,14 @@ pub struct Args {
     /// Print events as JSON lines.
     #[arg(long)]
     json: bool,
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = ponder_engine::DEFAULT_MAX_TOKENS)]
     max_tokens: usize,
     /// Close the thought after this many thinking tokens.
     #[arg(long)]
     think_budget: Option<usize>,
-    #[arg(long, default_value_t = 0.6)]
+    #[arg(long, default_value_t = ponder_engine::SamplingParams::default().temperature)]
     temperature: f32,
-    #[arg(long, default_value_t = 0.95)]
+    #[arg(long, default_value_t = ponder_engine::SamplingParams::default().top_p)]
     top_p: f32,
     #[arg(long)]
     seed: Option<u64>,
@@ -49,7 +49,7 @@ pub fn run(args: Args, model: Option<PathBuf>, _threads: usize) -> Result<()> {
         priority: Priority::Interactive,
         ..GenerateRequest::chat(vec![Message::user(question)])
     };
-    let handle = engine.submit(req)?;
+    let mut handle = engine.submit(req)?;
     let mut out = std::io::stdout().lock();
     let tty = std::io::stdout().is_terminal();
     let (dim, reset) = if tty { ("\x1b[2m", "\x1b[0m") } else { ("", "") };

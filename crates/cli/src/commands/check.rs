@@ -38,7 +38,7 @@ pub fn run(args: Args) -> Result<i32> {
                     other => Ok(other.to_string()),
                 }
             };
-            let equal = ponder_jobs::equivalence::equivalent(&field("gold")?, &field("pred")?);
+            let equal = ponder_answers::equivalence::equivalent(&field("gold")?, &field("pred")?);
             v["equal"] = serde_json::Value::Bool(equal);
             writeln!(out, "{v}")?;
         }
@@ -48,7 +48,7 @@ pub fn run(args: Args) -> Result<i32> {
     let (Some(gold), Some(pred)) = (args.gold, args.pred) else {
         anyhow::bail!("give GOLD and PRED, or --jsonl FILE");
     };
-    let c = ponder_jobs::equivalence::check(&gold, &pred);
+    let c = ponder_answers::equivalence::check(&gold, &pred);
     println!("{}", if c.equal { "equal" } else { "different" });
     println!("  gold: {}", c.gold);
     println!("  pred: {}", c.pred);

@@ -35,7 +35,7 @@ pub fn run(cmd: Cmd, model: Option<PathBuf>) -> Result<()> {
                 None => println!("{}  (default, not downloaded: `ponder models pull`)", download::DEFAULT_DISPLAY_NAME),
             }
             if let Some(m) = model {
-                let (ct, size) = ponder_engine::model::read_gguf_header(&m)?;
+                let (ct, size) = ponder_engine::loader::read_gguf_header(&m)?;
                 let arch = ct.metadata.get("general.architecture").and_then(|v| v.to_string().ok()).cloned().unwrap_or_default();
                 println!("{}  ({arch}, {:.2} GB)", m.display(), size as f64 / 1e9);
             }

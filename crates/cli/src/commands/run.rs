@@ -4,20 +4,22 @@ use ponder_engine::{Engine, EngineConfig, LoadOptions};
 use ponder_jobs::backend::{Backend, LocalBackend};
 use ponder_jobs::remote::{RemoteBackend, RemoteConfig};
 use ponder_jobs::runner::{run_job, JobControl, JobEvent};
-use ponder_jobs::{report, JobOptions, JobState, Store};
-use std::path::{Path, PathBuf};
+use ponder_jobs::report::{self, ExportFormat};
+use ponder_jobs::{JobOptions, JobState, Store};
+use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// A file of questions: .txt, .md, .csv, .tsv, .jsonl, .json or .xlsx.
     file: PathBuf,
-    /// Results file: .jsonl or .csv (default: FILE's name with .results.jsonl).
+    /// Results file: .jsonl, .csv or .md (default: FILE's name with .results.jsonl). With an
+    /// answer key, the report goes beside it as FILE's name with .report.md.
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// Samples per problem (default: 4 with an answer key, 1 without).
     #[arg(long)]
     samples: Option<usize>,
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = ponder_engine::DEFAULT_MAX_TOKENS)]
     max_tokens: usize,
     /// Close each thought after this many thinking tokens.
     #[arg(long)]
@@ -25,7 +27,7 @@ pub struct Args {
     /// Sequences generated at once (on a remote server: requests in flight).
     #[arg(long, default_value_t = 8)]
     concurrency: usize,
-    #[arg(long, default_value_t = 0.6)]
+    #[arg(long, default_value_t = ponder_engine::SamplingParams::default().temperature)]
     temperature: f32,
     #[arg(long)]
     seed: Option<u64>,
@@ -69,7 +71,7 @@ pub fn run(args: Args, model: Option<PathBuf>, _threads: usize, interrupted: Job
     for w in &preview.warnings {
         eprintln!("{}:{}: warning: {}", args.file.display(), w.line, w.message);
     }
-    let samples = args.samples.unwrap_or(if preview.has_key { 4 } else { 1 });
+    let samples = args.samples.unwrap_or(JobOptions::suggested_samples(preview.has_key));
     let opts = JobOptions {
         samples,
         max_tokens: args.max_tokens,
@@ -152,20 +154,14 @@ pub fn run(args: Args, model: Option<PathBuf>, _threads: usize, interrupted: Job
         return Ok(130);
     }
     let rows = report::rows(&store, job)?;
-    let out = args.output.unwrap_or_else(|| with_suffix(&args.file, "results.jsonl"));
-    let text = if out.extension().is_some_and(|e| e == "csv") { report::to_csv(&rows) } else { report::to_jsonl(&rows) };
-    std::fs::write(&out, text).with_context(|| format!("{}", out.display()))?;
+    let source = args.file.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let out = args.output.unwrap_or_else(|| args.file.with_file_name(ExportFormat::Jsonl.file_name(&source)));
+    std::fs::write(&out, ExportFormat::of_path(&out).render(&source, &rows)).with_context(|| format!("{}", out.display()))?;
     eprintln!("results: {}", out.display());
     if preview.has_key {
-        let md = with_suffix(&out, "report.md");
-        let title = format!("Validation of {}", args.file.file_name().unwrap_or_default().to_string_lossy());
-        std::fs::write(&md, report::to_markdown(&title, &rows)).with_context(|| format!("{}", md.display()))?;
+        let md = out.with_file_name(ExportFormat::Markdown.file_name(&source));
+        std::fs::write(&md, ExportFormat::Markdown.render(&source, &rows)).with_context(|| format!("{}", md.display()))?;
         eprintln!("report:  {}", md.display());
     }
     Ok(0)
-}
-
-fn with_suffix(p: &Path, suffix: &str) -> PathBuf {
-    let stem = p.file_stem().unwrap_or_default().to_string_lossy();
-    p.with_file_name(format!("{stem}.{suffix}"))
 }

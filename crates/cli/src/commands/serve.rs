@@ -33,7 +33,7 @@ pub fn run(args: Args, defaults: &crate::config::ServeConfig, model: Option<Path
     let mut config = ServerConfig::new(SocketAddr::new(host, port), "");
     config.api_key = args.api_key.or_else(|| defaults.api_key.clone());
     config.max_waiting = args.max_waiting;
-    config.validate().map_err(anyhow::Error::msg)?;
+    config.validate()?;
     let path = crate::model_arg::resolve(model)?;
     let loaded = ponder_engine::load(&path, &LoadOptions { max_context: Some(args.context), ..Default::default() })?;
     config.model_name = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();

@@ -21,6 +21,19 @@ pub mod reference;
 use candle_core::quantized::{GgmlDType, QStorage, QTensor};
 use candle_core::{Device, Tensor};
 use crate::parallel::{self, Disjoint};
+
+/// Which code multiplies K-quant (Q4_K, Q6_K) weights.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum KQuantKernels {
+    /// Ponder's (this module): weights packed once at load into a copy of about the same size
+    /// (the file's dropped), the same bits for a sequence whatever its batch, and about twice
+    /// candle's speed reading weights from memory (single-stream decoding).
+    #[default]
+    Ponder,
+    /// candle's, which repack the weights on first use into a second, larger copy next to the
+    /// file's: the baseline `ponder bench` compares against.
+    Candle,
+}
 use std::sync::{Arc, OnceLock};
 
 pub const QK_K: usize = 256;

@@ -4,10 +4,9 @@ pub mod store;
 
 use crate::core::engine::EngineState;
 use crate::core::settings::Settings;
-use ponder_engine::{Channel, Event, GenerateRequest, Message, Priority, SamplingParams};
+use ponder_engine::{Canceller, Channel, Event, GenerateRequest, Message, Priority, SamplingParams};
 use serde::Serialize;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use store::{ChatMessage, ChatStore, ReplyStats, Role};
@@ -51,7 +50,32 @@ pub fn history(messages: Vec<ChatMessage>) -> Vec<Message> {
 pub struct ChatState {
     pub store: Mutex<ChatStore>,
     /// Conversations with a reply being written, and how to stop it.
-    running: Mutex<HashMap<i64, Arc<AtomicBool>>>,
+    running: Mutex<HashMap<i64, Arc<StopSwitch>>>,
+}
+
+/// Stops a reply, whether or not it has reached the engine yet: a stop before the request is
+/// submitted is remembered and applied when it is.
+#[derive(Default)]
+struct StopSwitch(Mutex<(bool, Option<Canceller>)>);
+
+impl StopSwitch {
+    fn stop(&self) {
+        let mut s = self.0.lock().unwrap();
+        s.0 = true;
+        if let Some(c) = &s.1 {
+            c.cancel();
+        }
+    }
+
+    /// Connects the switch to the submitted request; false if it was already stopped.
+    fn connect(&self, canceller: Canceller) -> bool {
+        let mut s = self.0.lock().unwrap();
+        if s.0 {
+            canceller.cancel();
+        }
+        s.1 = Some(canceller);
+        !s.0
+    }
 }
 
 /// Saving a long reply as it grows means a crash loses seconds of it, not all of it.
@@ -66,8 +90,8 @@ impl ChatState {
     }
 
     pub fn stop(&self, conversation_id: i64) {
-        if let Some(flag) = self.running.lock().unwrap().get(&conversation_id) {
-            flag.store(true, Ordering::Relaxed);
+        if let Some(switch) = self.running.lock().unwrap().get(&conversation_id) {
+            switch.stop();
         }
     }
 
@@ -85,7 +109,7 @@ impl ChatState {
         settings: &Settings,
         sink: impl ReplySink,
     ) -> Result<ChatMessage, String> {
-        let cancel = Arc::new(AtomicBool::new(false));
+        let cancel = Arc::new(StopSwitch::default());
         {
             let mut running = self.running.lock().unwrap();
             if running.contains_key(&conversation_id) {
@@ -145,7 +169,7 @@ impl ChatState {
         reply_id: i64,
         request: GenerateRequest,
         engine: &EngineState,
-        cancel: &AtomicBool,
+        cancel: &StopSwitch,
         sink: &impl ReplySink,
     ) -> Result<(), String> {
         let engine = engine.wait()?;
@@ -159,19 +183,15 @@ impl ChatState {
             ));
         }
         let request = GenerateRequest { max_tokens: request.max_tokens.min(room), ..request };
-        let handle = engine.submit(request).map_err(|e| e.to_string())?;
+        let mut handle = engine.submit(request).map_err(|e| e.to_string())?;
+        // A stop that came while the model loaded applies now; the engine then ends the reply
+        // as cancelled, which is saved like any other ending.
+        cancel.connect(handle.canceller());
         let (mut answer, mut thinking) = (String::new(), String::new());
         let (mut thinking_started, mut thinking_ended) = (None::<Instant>, None::<Instant>);
         let mut last_save = Instant::now();
         loop {
-            if cancel.load(Ordering::Relaxed) {
-                handle.cancel();
-            }
-            let event = match handle.recv_timeout(Duration::from_millis(100)) {
-                Ok(ev) => ev,
-                Err(crossbeam_channel::RecvTimeoutError::Timeout) => continue,
-                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return Err("the engine stopped".into()),
-            };
+            let Some(event) = handle.recv() else { return Err("the engine stopped".into()) };
             match event {
                 Event::Started { prompt_tokens, .. } => {
                     sink.send(ChatEvent::Started { prompt_tokens });
@@ -206,11 +226,11 @@ impl ChatState {
                         answer_tokens: usage.answer_tokens,
                         thinking_seconds,
                     };
-                    let reason = serde_json::to_value(reason).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+                    let reason = reason.as_str();
                     self.store
                         .lock()
                         .unwrap()
-                        .save_reply(reply_id, &answer, &thinking, Some(&reason), Some(&stats))
+                        .save_reply(reply_id, &answer, &thinking, Some(reason), Some(&stats))
                         .map_err(|e| e.to_string())?;
                     return match error {
                         Some(e) => Err(e),
@@ -266,11 +286,11 @@ mod tests {
 
     #[test]
     fn a_reply_streams_thinking_then_answer_is_saved_and_can_be_stopped() {
-        ponder_engine::set_threads(2);
+        ponder_testkit::threads();
         let dir = tempfile::tempdir().unwrap();
         let settings = Settings { thinking_budget: Some(12), max_tokens: 40, temperature: 0.0, max_sequences: 2, context_size: 2048, ..Settings::default() };
         let engine = Arc::new(EngineState::default());
-        engine.load(r1_model(dir.path()), &settings);
+        engine.load(r1_model(), &settings);
         let chat = Arc::new(ChatState::new(ChatStore::open(&dir.path().join("chat.sqlite")).unwrap()));
         let conv = chat.store.lock().unwrap().create(store::UNTITLED).unwrap();
         chat.store.lock().unwrap().add(conv.id, Role::User, "What is 2 + 3?").unwrap();

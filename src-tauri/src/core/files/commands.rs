@@ -17,7 +17,7 @@ pub fn pick_question_files(app: AppHandle, grants: State<'_, FileGrants>, title:
         .dialog()
         .file()
         .set_title(title)
-        .add_filter(filter, &["txt", "md", "csv", "tsv", "jsonl", "json", "xlsx"])
+        .add_filter(filter, &ponder_jobs::reader::Format::all_extensions().collect::<Vec<_>>())
         .blocking_pick_files()
         .unwrap_or_default();
     grant_all(&grants, picked)

@@ -6,6 +6,7 @@ pub mod commands;
 use crate::core::engine::EngineState;
 use ponder_jobs::backend::LocalBackend;
 use ponder_jobs::remote::{RemoteBackend, RemoteConfig};
+pub use ponder_jobs::report::ExportFormat;
 use ponder_jobs::report::{self, ProblemStatus, VerdictCounts};
 use ponder_jobs::runner::{run_job, JobControl, JobEvent};
 use ponder_jobs::store::{JobSummary, SampleRow};
@@ -79,6 +80,10 @@ pub struct JobTable {
     pub options: JobOptions,
     pub problems: Vec<ProblemStatus>,
     pub counts: VerdictCounts,
+    /// The problems' indices in the finished report's order (`ponder_jobs::report`).
+    pub report_order: Vec<usize>,
+    /// The file name to suggest for each export.
+    pub export_names: std::collections::BTreeMap<ExportFormat, String>,
 }
 
 pub const PREVIEW_PROBLEMS: usize = 5;
@@ -97,7 +102,7 @@ pub fn preview(path: &Path) -> Result<FilePreview, String> {
         format: p.format,
         encoding: p.encoding,
         problem_count: p.problems.len(),
-        suggested_samples: if p.has_key { 4 } else { 1 },
+        suggested_samples: JobOptions::suggested_samples(p.has_key),
         problems: p.problems.into_iter().take(PREVIEW_PROBLEMS).collect(),
         has_key: p.has_key,
         columns: p.columns,
@@ -152,7 +157,9 @@ impl JobsState {
             options.samples,
         );
         let counts = report::counts(&problems);
-        Ok(JobTable { summary, options, problems, counts })
+        let report_order = report::report_order(&problems);
+        let export_names = [ExportFormat::Csv, ExportFormat::Jsonl, ExportFormat::Markdown].map(|f| (f, f.file_name(&summary.name))).into();
+        Ok(JobTable { summary, options, problems, counts, report_order, export_names })
     }
 
     pub fn samples(&self, id: JobId, problem_idx: usize) -> Result<Vec<SampleRow>, String> {
@@ -246,21 +253,8 @@ impl JobsState {
             let store = self.store.lock().unwrap();
             (report::rows(&store, id).map_err(|e| e.to_string())?, store.job(id).map_err(|e| e.to_string())?.name)
         };
-        let text = match format {
-            ExportFormat::Csv => report::to_csv(&rows),
-            ExportFormat::Jsonl => report::to_jsonl(&rows),
-            ExportFormat::Markdown => report::to_markdown(&format!("Validation of {name}"), &rows),
-        };
-        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+        std::fs::write(path, format.render(&name, &rows)).map_err(|e| format!("{}: {e}", path.display()))
     }
-}
-
-#[derive(Debug, Clone, Copy, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ExportFormat {
-    Csv,
-    Jsonl,
-    Markdown,
 }
 
 #[cfg(test)]
@@ -292,7 +286,7 @@ mod tests {
 
     #[test]
     fn a_keyed_file_runs_to_verdicts_pauses_resumes_and_exports() {
-        ponder_engine::set_threads(2);
+        ponder_testkit::threads();
         let dir = tempfile::tempdir().unwrap();
         let csv = dir.path().join("set.csv");
         std::fs::write(&csv, "question,answer\nWhat is 2 + 2?,4\nWhat is 3 * 3?,9\nWhat is 10 - 7?,3\n").unwrap();
@@ -370,7 +364,7 @@ mod tests {
     fn a_job_runs_on_the_remote_engine() {
         use crate::core::remote::{tests::MemoryStore, RemoteState};
         use crate::core::server::{ServerState, ServerStatus};
-        ponder_engine::set_threads(2);
+        ponder_testkit::threads();
         let dir = tempfile::tempdir().unwrap();
         let csv = dir.path().join("set.csv");
         std::fs::write(&csv, "question,answer\nWhat is 2 + 2?,4\nWhat is 3 * 3?,9\n").unwrap();

@@ -24,7 +24,7 @@ pub fn open_model(
     path: String,
 ) -> Result<ModelStatus, String> {
     let path = grants.check(&path)?;
-    let info = ponder_engine::model::inspect(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let info = ponder_engine::loader::inspect(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let saved = settings.update(|s| s.model_path = Some(path.clone()))?;
     engine.load(path, &saved);
     server.apply(saved.server_enabled, saved.server_port, engine.inner().clone());

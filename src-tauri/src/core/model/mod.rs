@@ -33,7 +33,7 @@ pub fn status(settings: &Settings) -> ModelStatus {
     let default_model = ponder_engine::download::DEFAULT_DISPLAY_NAME.to_string();
     match configured_model(settings) {
         None => ModelStatus::Missing { default_model },
-        Some(path) => match ponder_engine::model::inspect(&path) {
+        Some(path) => match ponder_engine::loader::inspect(&path) {
             Ok(info) => ModelStatus::Ready { info },
             Err(e) => ModelStatus::Invalid { path: path.display().to_string(), error: e.to_string(), default_model },
         },

@@ -129,7 +129,7 @@ mod tests {
 
     #[test]
     fn the_settings_switch_starts_and_stops_the_api_server() {
-        ponder_engine::set_threads(2);
+        ponder_testkit::threads();
         let engine = Arc::new(EngineState::default());
         engine.load(small_model(), &Settings { max_sequences: 2, context_size: 2048, ..Settings::default() });
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();

@@ -57,10 +57,11 @@ impl Default for Settings {
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             max_sequences: 8,
             context_size: 16384,
-            // The R1 model card's sampling.
-            temperature: 0.6,
-            top_p: 0.95,
-            max_tokens: 8192,
+            temperature: ponder_engine::SamplingParams::default().temperature,
+            top_p: ponder_engine::SamplingParams::default().top_p,
+            // Twice the engine's default: a chat has no deadline, and a hard question's
+            // thought runs long.
+            max_tokens: 2 * ponder_engine::DEFAULT_MAX_TOKENS,
             thinking_budget: None,
             server_enabled: false,
             server_port: 8080,

@@ -1,7 +1,7 @@
 //! Questions in JSON Lines (one object or string per line) and JSON (an array of objects or
 //! strings, or an object holding such an array).
 
-use crate::reader::{role_of_header, Columns, Problem, ReadError, Role, Warning};
+use super::problem::{role_of_header, Columns, Problem, ReadError, Role, Warning};
 use serde_json::Value;
 use std::path::Path;
 

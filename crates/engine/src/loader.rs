@@ -1,8 +1,11 @@
 //! Opening a model: a GGUF file or a Hugging Face safetensors folder, checked before anything
 //! heavy happens so that a bad file gives a clear error instead of a panic deep in a kernel.
+//! Both kinds of file name the same configuration in their own words; one builder
+//! ([`build_config`]) turns either into a [`Qwen2Config`].
 
 use crate::chat_template::{ChatTemplate, CHATML_TEMPLATE};
 use crate::error::{EngineError, Result};
+use crate::kquants::KQuantKernels;
 use crate::qwen2::{Qwen2, Qwen2Config};
 use crate::tokenizer::Tokenizer;
 use candle_core::quantized::gguf_file;
@@ -41,17 +44,132 @@ pub struct LoadOptions {
     pub kernels: KQuantKernels,
 }
 
-/// Which code multiplies K-quant (Q4_K, Q6_K) weights.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum KQuantKernels {
-    /// Ponder's ([`crate::kquants`]): weights packed once at load into a copy of about the same size
-    /// (the file's dropped), the same bits for a sequence whatever its batch, and about twice
-    /// candle's speed reading weights from memory (single-stream decoding).
-    #[default]
-    Ponder,
-    /// candle's, which repack the weights on first use into a second, larger copy next to the
-    /// file's: the baseline `ponder bench` compares against.
-    Candle,
+/// A configuration value a model file must or may give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Vocab,
+    Hidden,
+    Layers,
+    Heads,
+    KvHeads,
+    Context,
+    Intermediate,
+    RmsEps,
+    RopeTheta,
+}
+
+/// Where a model's configuration is read from: a GGUF header or a `config.json`. Each says
+/// what its keys are called (for errors that name them) and what they hold.
+trait ConfigSource {
+    /// The file the configuration is in, for errors.
+    fn path(&self) -> &Path;
+    fn architecture(&self) -> Option<String>;
+    /// The key's name in this kind of file.
+    fn name(&self, key: Key) -> String;
+    fn number(&self, key: Key) -> Option<f64>;
+}
+
+/// The one set of rules for a configuration, whichever file it comes from: which architecture
+/// runs, which keys are required, the defaults of the optional ones, and the context cap.
+fn build_config(src: &dyn ConfigSource, opts: &LoadOptions) -> Result<Qwen2Config> {
+    let arch = src.architecture().unwrap_or_default();
+    if arch != "qwen2" {
+        return Err(EngineError::UnsupportedArchitecture { path: src.path().to_path_buf(), found: arch });
+    }
+    let need = |key: Key| -> Result<usize> {
+        src.number(key)
+            .map(|v| v as usize)
+            .ok_or_else(|| EngineError::MissingMetadata { path: src.path().to_path_buf(), key: src.name(key) })
+    };
+    let hidden = need(Key::Hidden)?;
+    let heads = need(Key::Heads)?;
+    let model_ctx = need(Key::Context)?;
+    Ok(Qwen2Config {
+        vocab_size: need(Key::Vocab)?,
+        hidden_size: hidden,
+        num_layers: need(Key::Layers)?,
+        num_heads: heads,
+        num_kv_heads: need(Key::KvHeads)?,
+        head_dim: hidden / heads,
+        context_length: opts.max_context.map_or(model_ctx, |c| c.min(model_ctx)),
+        rms_norm_eps: src.number(Key::RmsEps).unwrap_or(1e-6),
+        rope_theta: src.number(Key::RopeTheta).unwrap_or(10_000.0) as f32,
+        intermediate_size: need(Key::Intermediate)?,
+    })
+}
+
+struct GgufConfig<'a> {
+    path: &'a Path,
+    ct: &'a gguf_file::Content,
+}
+
+impl ConfigSource for GgufConfig<'_> {
+    fn path(&self) -> &Path {
+        self.path
+    }
+    fn architecture(&self) -> Option<String> {
+        self.ct.metadata.get("general.architecture").and_then(|v| v.to_string().ok()).cloned()
+    }
+    fn name(&self, key: Key) -> String {
+        let suffix = match key {
+            // The vocabulary is the embedding table's height, not a metadata key.
+            Key::Vocab => return "token_embd.weight".into(),
+            Key::Hidden => "embedding_length",
+            Key::Layers => "block_count",
+            Key::Heads => "attention.head_count",
+            Key::KvHeads => "attention.head_count_kv",
+            Key::Context => "context_length",
+            Key::Intermediate => "feed_forward_length",
+            Key::RmsEps => "attention.layer_norm_rms_epsilon",
+            Key::RopeTheta => "rope.freq_base",
+        };
+        format!("qwen2.{suffix}")
+    }
+    fn number(&self, key: Key) -> Option<f64> {
+        if key == Key::Vocab {
+            return self.ct.tensor_infos.get("token_embd.weight").map(|t| t.shape.dims()[0] as f64);
+        }
+        let v = self.ct.metadata.get(&self.name(key))?;
+        match key {
+            Key::RmsEps | Key::RopeTheta => v.to_f32().ok().map(f64::from),
+            _ => v.to_u32().ok().map(f64::from),
+        }
+    }
+}
+
+struct JsonConfig<'a> {
+    path: &'a Path,
+    cfg: &'a serde_json::Value,
+}
+
+impl ConfigSource for JsonConfig<'_> {
+    fn path(&self) -> &Path {
+        self.path
+    }
+    fn architecture(&self) -> Option<String> {
+        self.cfg["model_type"].as_str().map(String::from)
+    }
+    fn name(&self, key: Key) -> String {
+        match key {
+            Key::Vocab => "vocab_size",
+            Key::Hidden => "hidden_size",
+            Key::Layers => "num_hidden_layers",
+            Key::Heads => "num_attention_heads",
+            Key::KvHeads => "num_key_value_heads",
+            Key::Context => "max_position_embeddings",
+            Key::Intermediate => "intermediate_size",
+            Key::RmsEps => "rms_norm_eps",
+            Key::RopeTheta => "rope_theta",
+        }
+        .into()
+    }
+    fn number(&self, key: Key) -> Option<f64> {
+        let v = &self.cfg[self.name(key).as_str()];
+        match key {
+            Key::RmsEps | Key::RopeTheta => v.as_f64(),
+            _ => v.as_u64().map(|n| n as f64),
+        }
+    }
 }
 
 pub fn load(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
@@ -164,40 +282,10 @@ fn gguf_info(path: &Path, ct: &gguf_file::Content, size: u64) -> ModelInfo {
 fn load_gguf(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
     let (ct, size) = read_gguf_header(path)?;
     let md = |key: &str| ct.metadata.get(key);
-    let missing = |key: &str| EngineError::MissingMetadata { path: path.to_path_buf(), key: key.into() };
-    let arch = md("general.architecture")
-        .and_then(|v| v.to_string().ok())
-        .cloned()
-        .ok_or_else(|| missing("general.architecture"))?;
-    if arch != "qwen2" {
-        return Err(EngineError::UnsupportedArchitecture { path: path.to_path_buf(), found: arch });
+    if md("general.architecture").is_none() {
+        return Err(EngineError::MissingMetadata { path: path.to_path_buf(), key: "general.architecture".into() });
     }
-    let num = |key: &str| -> Result<usize> {
-        let full = format!("qwen2.{key}");
-        md(&full).and_then(|v| v.to_u32().ok()).map(|v| v as usize).ok_or_else(|| missing(&full))
-    };
-    let hidden = num("embedding_length")?;
-    let heads = num("attention.head_count")?;
-    let model_ctx = num("context_length")?;
-    let vocab = ct
-        .tensor_infos
-        .get("token_embd.weight")
-        .map(|t| t.shape.dims()[0])
-        .ok_or_else(|| missing("token_embd.weight"))?;
-    let config = Qwen2Config {
-        vocab_size: vocab,
-        hidden_size: hidden,
-        num_layers: num("block_count")?,
-        num_heads: heads,
-        num_kv_heads: num("attention.head_count_kv")?,
-        head_dim: hidden / heads,
-        context_length: opts.max_context.map_or(model_ctx, |c| c.min(model_ctx)),
-        rms_norm_eps: md("qwen2.attention.layer_norm_rms_epsilon")
-            .and_then(|v| v.to_f32().ok())
-            .unwrap_or(1e-6) as f64,
-        rope_theta: md("qwen2.rope.freq_base").and_then(|v| v.to_f32().ok()).unwrap_or(10_000.0),
-        intermediate_size: num("feed_forward_length")?,
-    };
+    let config = build_config(&GgufConfig { path, ct: &ct }, opts)?;
     let tokenizer = Tokenizer::from_gguf(&ct)
         .map_err(|e| EngineError::Tokenizer(format!("{}: {e}", path.display())))?;
     let template_src = md("tokenizer.chat_template")
@@ -229,27 +317,7 @@ fn load_safetensors_dir(dir: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
     let cfg = read_json("config.json")?;
     let tok_cfg = read_json("tokenizer_config.json")?;
     let cfg_path = dir.join("config.json");
-    let missing = |key: &str| EngineError::MissingMetadata { path: cfg_path.clone(), key: key.into() };
-    let arch = cfg["model_type"].as_str().unwrap_or_default().to_string();
-    if arch != "qwen2" {
-        return Err(EngineError::UnsupportedArchitecture { path: cfg_path.clone(), found: arch });
-    }
-    let num = |key: &str| cfg[key].as_u64().map(|v| v as usize).ok_or_else(|| missing(key));
-    let hidden = num("hidden_size")?;
-    let heads = num("num_attention_heads")?;
-    let model_ctx = num("max_position_embeddings")?;
-    let config = Qwen2Config {
-        vocab_size: num("vocab_size")?,
-        hidden_size: hidden,
-        num_layers: num("num_hidden_layers")?,
-        num_heads: heads,
-        num_kv_heads: num("num_key_value_heads")?,
-        head_dim: hidden / heads,
-        context_length: opts.max_context.map_or(model_ctx, |c| c.min(model_ctx)),
-        rms_norm_eps: cfg["rms_norm_eps"].as_f64().unwrap_or(1e-6),
-        rope_theta: cfg["rope_theta"].as_f64().unwrap_or(10_000.0) as f32,
-        intermediate_size: num("intermediate_size")?,
-    };
+    let config = build_config(&JsonConfig { path: &cfg_path, cfg: &cfg }, opts)?;
     let tie = cfg["tie_word_embeddings"].as_bool().unwrap_or(false);
     let tokenizer = Tokenizer::from_files(&dir.join("tokenizer.json"), &tok_cfg)?;
     let template_src = tok_cfg["chat_template"].as_str().unwrap_or(CHATML_TEMPLATE);

@@ -9,15 +9,21 @@
 //! answers, and the job carries on. Only samples that finished are recorded, so nothing is lost
 //! or repeated. Errors that will not pass (a refused key, an unknown model) stop the job.
 
-use crate::backend::{Backend, Generation, Next};
-use crossbeam_channel::{Receiver, Sender};
+pub(crate) mod error;
+
+pub use error::RemoteError;
+
+use crate::backend::{Backend, BackendError, Generation, Next};
 use ponder_engine::stream::{ThinkSplitter, THINK_CLOSE, THINK_OPEN};
 use ponder_engine::{Channel, Event, FinishReason, GenerateRequest, Prompt, Role, Usage};
-use serde_json::{json, Value};
+use ponder_openai::{ChatChunk, ChatMessage, ChatRequest, ModelList, Stop};
 use std::io::{BufRead, BufReader};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::pin::Pin;
 use std::sync::{Arc, Condvar, Mutex};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender as Sender};
 
 #[derive(Debug, Clone)]
 pub struct RemoteConfig {
@@ -54,20 +60,6 @@ impl RemoteConfig {
             max_backoff: Duration::from_secs(10),
         }
     }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum RemoteError {
-    #[error("{url}: the server refused the API key ({status}); check --api-key")]
-    BadKey { url: String, status: u16 },
-    #[error("{url}: no model named {wanted:?}; the server has: {available}")]
-    NoSuchModel { url: String, wanted: String, available: String },
-    #[error("{url}: the server lists no models")]
-    NoModels { url: String },
-    #[error("cannot reach {url}: {detail}")]
-    Unreachable { url: String, detail: String },
-    #[error("{url}: unexpected answer: {detail}")]
-    Protocol { url: String, detail: String },
 }
 
 pub struct RemoteBackend {
@@ -121,7 +113,7 @@ impl Shared {
 
     fn models(&self) -> Result<Vec<String>, RemoteError> {
         let url = self.url("/models");
-        let body: Value = match self.get("/models").call() {
+        let body: ModelList = match self.get("/models").call() {
             Ok(r) => r.into_json().map_err(|e| RemoteError::Protocol { url: url.clone(), detail: e.to_string() })?,
             Err(ureq::Error::Status(s @ (401 | 403), _)) => return Err(RemoteError::BadKey { url, status: s }),
             Err(ureq::Error::Status(s, r)) => {
@@ -129,22 +121,21 @@ impl Shared {
             }
             Err(e) => return Err(RemoteError::Unreachable { url, detail: transport_detail(&e) }),
         };
-        let ids = body["data"].as_array().map(|a| a.iter().filter_map(|m| m["id"].as_str().map(String::from)).collect());
-        ids.ok_or(RemoteError::Protocol { url, detail: "no `data` list".into() })
+        Ok(body.data.into_iter().map(|m| m.id).filter(|id| !id.is_empty()).collect())
     }
 }
 
 impl Backend for RemoteBackend {
-    fn start(&self, req: GenerateRequest) -> Result<Box<dyn Generation>, String> {
-        let (tx, rx) = crossbeam_channel::unbounded();
+    fn start(&self, req: GenerateRequest) -> Result<Generation, BackendError> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let cancel = Arc::new(AtomicBool::new(false));
         let shared = self.inner.clone();
         let flag = cancel.clone();
         std::thread::Builder::new()
             .name("ponder-remote".into())
             .spawn(move || Request::new(shared, req, tx, flag).run())
-            .map_err(|e| e.to_string())?;
-        Ok(Box::new(RemoteGeneration { rx, cancel }))
+            .map_err(BackendError::Thread)?;
+        Ok(Box::pin(RemoteGeneration { rx, cancel }))
     }
 
     fn parallelism(&self) -> usize {
@@ -156,27 +147,23 @@ impl Backend for RemoteBackend {
     }
 }
 
+/// The runner's end of a request's thread; dropping it tells the thread to stop.
 struct RemoteGeneration {
-    rx: Receiver<Next>,
+    rx: UnboundedReceiver<Next>,
     cancel: Arc<AtomicBool>,
 }
 
-impl Generation for RemoteGeneration {
-    fn next(&mut self, timeout: Duration) -> Next {
-        match self.rx.recv_timeout(timeout) {
-            Ok(n) => n,
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => Next::Idle,
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Next::Ended,
-        }
-    }
-    fn cancel(&self) {
-        self.cancel.store(true, Ordering::Relaxed);
+impl futures_util::Stream for RemoteGeneration {
+    type Item = Next;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Next>> {
+        self.rx.poll_recv(cx)
     }
 }
 
 impl Drop for RemoteGeneration {
     fn drop(&mut self) {
-        self.cancel();
+        self.cancel.store(true, Ordering::Relaxed);
     }
 }
 
@@ -276,7 +263,7 @@ enum Failure {
     /// May pass: retry (after `retry_after` if the server said so).
     Transient { why: String, retry_after: Option<Duration> },
     /// Will not pass.
-    Fatal(String),
+    Fatal(RemoteError),
 }
 
 /// One request's life on its thread: attempts until every sample has finished.
@@ -315,7 +302,7 @@ impl Request {
             match self.attempt() {
                 Ok(()) => self.shared.circuit.success(),
                 Err(Failure::Fatal(e)) => {
-                    let _ = self.tx.send(Next::Failed(e));
+                    let _ = self.tx.send(Next::Failed(e.into()));
                     return;
                 }
                 Err(Failure::Transient { why, retry_after }) => {
@@ -371,8 +358,8 @@ impl Request {
         }
     }
 
-    fn body(&self) -> Value {
-        let messages: Vec<Value> = match &self.req.prompt {
+    fn body(&self) -> ChatRequest {
+        let messages = match &self.req.prompt {
             Prompt::Chat(m) => m
                 .iter()
                 .map(|m| {
@@ -381,32 +368,25 @@ impl Request {
                         Role::User => "user",
                         Role::Assistant => "assistant",
                     };
-                    json!({ "role": role, "content": m.content })
+                    ChatMessage::text(role, &m.content)
                 })
                 .collect(),
-            Prompt::Text(t) => vec![json!({ "role": "user", "content": t })],
+            Prompt::Text(t) => vec![ChatMessage::text("user", t)],
         };
         let s = &self.req.sampling;
-        let mut body = json!({
-            "model": self.shared.model,
-            "messages": messages,
-            "stream": true,
-            "n": self.pending.len(),
-            "temperature": s.temperature,
-            "top_p": s.top_p,
-            "max_tokens": self.req.max_tokens,
-        });
-        if let Some(seed) = s.seed {
-            body["seed"] = json!(seed);
+        ChatRequest {
+            model: Some(self.shared.model.clone()),
+            messages,
+            stream: true,
+            n: Some(self.pending.len()),
+            temperature: Some(s.temperature),
+            top_p: Some(s.top_p),
+            max_tokens: Some(self.req.max_tokens),
+            seed: s.seed,
+            stop: (!self.req.stop.is_empty()).then(|| Stop::Many(self.req.stop.clone())),
+            thinking_budget: self.req.thinking_budget,
+            ..Default::default()
         }
-        if !self.req.stop.is_empty() {
-            body["stop"] = json!(self.req.stop);
-        }
-        if let Some(b) = self.req.thinking_budget {
-            // Ponder's own servers honour it; others ignore an unknown field.
-            body["thinking_budget"] = json!(b);
-        }
-        body
     }
 
     /// One streamed request for the pending samples.
@@ -416,16 +396,18 @@ impl Request {
         if let Some(k) = &self.shared.config.api_key {
             req = req.set("Authorization", &format!("Bearer {k}"));
         }
-        let response = match req.send_string(&self.body().to_string()) {
+        let body = serde_json::to_string(&self.body()).expect("a request serialises");
+        let response = match req.send_string(&body) {
             Ok(r) => r,
             Err(ureq::Error::Status(status, r)) => {
                 let retry_after = r.header("Retry-After").and_then(|v| v.trim().parse::<u64>().ok()).map(Duration::from_secs);
-                let text = r.into_string().unwrap_or_default();
-                let why = format!("HTTP {status} from {url}: {}", text.chars().take(300).collect::<String>());
+                let body: String = r.into_string().unwrap_or_default().chars().take(300).collect();
                 return Err(match status {
-                    408 | 409 | 425 | 429 | 500..=599 => Failure::Transient { why, retry_after },
-                    401 | 403 => Failure::Fatal(format!("{url}: the server refused the API key ({status})")),
-                    _ => Failure::Fatal(why),
+                    408 | 409 | 425 | 429 | 500..=599 => {
+                        Failure::Transient { why: format!("HTTP {status} from {url}: {body}"), retry_after }
+                    }
+                    401 | 403 => Failure::Fatal(RemoteError::BadKey { url, status }),
+                    _ => Failure::Fatal(RemoteError::Refused { url, status, body }),
                 });
             }
             Err(e) => return Err(Failure::Transient { why: format!("{url}: {}", transport_detail(&e)), retry_after: None }),
@@ -447,29 +429,26 @@ impl Request {
                 done = true;
                 break;
             }
-            let chunk: Value = serde_json::from_str(data)
+            let chunk: ChatChunk = serde_json::from_str(data)
                 .map_err(|e| Failure::Transient { why: format!("{url}: bad stream chunk: {e}"), retry_after: None })?;
-            if let Some(err) = chunk.get("error") {
+            if let Some(err) = chunk.error {
                 return Err(Failure::Transient { why: format!("{url}: {err}"), retry_after: None });
             }
-            let usage_tokens = chunk["usage"]["completion_tokens"].as_u64();
-            for choice in chunk["choices"].as_array().into_iter().flatten() {
-                let j = choice["index"].as_u64().unwrap_or(0) as usize;
-                let Some(sample) = samples.get_mut(j) else { continue };
-                let delta = &choice["delta"];
+            let usage_tokens = chunk.usage.map(|u| u.completion_tokens);
+            for choice in chunk.choices {
+                let Some(sample) = samples.get_mut(choice.index) else { continue };
                 // vLLM's reasoning parsers, DeepSeek's API and `ponder serve` separate the
-                // thought; older vLLM calls the field `reasoning`.
-                for field in ["reasoning_content", "reasoning"] {
-                    if let Some(t) = delta[field].as_str().filter(|t| !t.is_empty()) {
-                        sample.server_splits = true;
-                        sample.emit(&self.tx, Channel::Thinking, t);
-                    }
+                // thought (older vLLM calls the field `reasoning`).
+                if let Some(t) = choice.delta.thinking() {
+                    sample.server_splits = true;
+                    sample.emit(&self.tx, Channel::Thinking, t);
                 }
-                if let Some(t) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+                if let Some(t) = choice.delta.content.as_deref().filter(|t| !t.is_empty()) {
                     sample.content(&self.tx, t);
                 }
-                if let Some(reason) = choice["finish_reason"].as_str() {
-                    sample.finish(&self.tx, reason, usage_tokens.or(choice["usage"]["completion_tokens"].as_u64()), self.started);
+                if let Some(reason) = &choice.finish_reason {
+                    let tokens = usage_tokens.or(choice.usage.map(|u| u.completion_tokens));
+                    sample.finish(&self.tx, reason, tokens.map(|n| n as u64), self.started);
                 }
             }
         }
@@ -595,13 +574,13 @@ mod tests {
     use super::*;
 
     fn collect(stream: &mut SampleStream, parts: &[&str]) -> Vec<(Channel, String)> {
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         for p in parts {
             stream.content(&tx, p);
         }
         stream.finish(&tx, "stop", None, Instant::now());
         let mut out: Vec<(Channel, String)> = Vec::new();
-        for n in rx.try_iter() {
+        while let Ok(n) = rx.try_recv() {
             if let Next::Event(Event::Delta { channel, text, .. }) = n {
                 match out.last_mut() {
                     Some((c, t)) if *c == channel => t.push_str(&text),

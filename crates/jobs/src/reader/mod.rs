@@ -2,64 +2,18 @@
 //! was found and warnings that say where. Formats: .txt/.md, .csv/.tsv, .jsonl/.json, .xlsx.
 //! Encodings are detected: UTF-8 (with or without BOM), UTF-16 LE/BE, GB18030/GBK.
 
+mod format;
+mod json;
+mod problem;
+mod table;
+mod text;
+
+pub use format::{extensions_list, Format, EXTENSIONS};
+pub use problem::{Columns, Problem, ReadError, Warning};
+
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Problem {
-    /// From the file's id column, or the problem's position (1-based).
-    pub id: String,
-    pub question: String,
-    pub key: Option<String>,
-    /// Other columns, carried to the export.
-    pub extra: Vec<(String, String)>,
-    /// Where it starts in the file (line, or row for spreadsheets).
-    pub line: usize,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Format {
-    Text,
-    Markdown,
-    Csv,
-    Tsv,
-    Jsonl,
-    Json,
-    Xlsx,
-}
-
-impl Format {
-    pub fn of(path: &Path) -> Option<Format> {
-        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-        Some(match ext.as_str() {
-            "txt" => Format::Text,
-            "md" | "markdown" => Format::Markdown,
-            "csv" => Format::Csv,
-            "tsv" | "tab" => Format::Tsv,
-            "jsonl" | "ndjson" => Format::Jsonl,
-            "json" => Format::Json,
-            "xlsx" | "xlsm" => Format::Xlsx,
-            _ => return None,
-        })
-    }
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Warning {
-    pub line: usize,
-    pub message: String,
-}
-
-/// Which columns were used, for the preview.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct Columns {
-    pub question: Option<String>,
-    pub key: Option<String>,
-    pub id: Option<String>,
-    pub extra: Vec<String>,
-}
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Preview {
@@ -86,24 +40,6 @@ impl Default for Limits {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ReadError {
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
-    #[error("{path}: unsupported file type (use .txt, .md, .csv, .tsv, .jsonl, .json or .xlsx)")]
-    UnknownFormat { path: PathBuf },
-    #[error("{path}: the file is {size} bytes, over the limit of {limit}")]
-    TooLarge { path: PathBuf, size: u64, limit: u64 },
-    #[error("{path}: {count} problems, over the limit of {limit}")]
-    TooMany { path: PathBuf, count: usize, limit: usize },
-    #[error("{path}:{line}: {message}")]
-    Parse { path: PathBuf, line: usize, message: String },
-    #[error("{path}: no questions found")]
-    Empty { path: PathBuf },
-    #[error("{path}: no question column (headers: {headers})")]
-    NoQuestionColumn { path: PathBuf, headers: String },
-}
-
 pub fn read_file(path: &Path, limits: &Limits) -> Result<Preview, ReadError> {
     let io = |source| ReadError::Io { path: path.to_path_buf(), source };
     let size = std::fs::metadata(path).map_err(io)?.len();
@@ -122,17 +58,17 @@ pub fn read_bytes(path: &Path, bytes: &[u8], limits: &Limits) -> Result<Preview,
     }
     let mut warnings = Vec::new();
     let (rows, encoding) = match format {
-        Format::Xlsx => (crate::table::xlsx_rows(path, bytes)?, "xlsx".to_string()),
+        Format::Xlsx => (table::xlsx_rows(path, bytes)?, "xlsx".to_string()),
         _ => {
             let (text, enc) = decode(bytes);
             let rows = match format {
                 Format::Text | Format::Markdown => {
-                    return finish(path, format, enc, crate::text::problems(&text, format == Format::Markdown), Columns::default(), warnings, limits)
+                    return finish(path, format, enc, text::problems(&text, format == Format::Markdown), Columns::default(), warnings, limits)
                 }
-                Format::Csv => crate::table::delimited_rows(path, &text, b',')?,
-                Format::Tsv => crate::table::delimited_rows(path, &text, b'\t')?,
+                Format::Csv => table::delimited_rows(path, &text, b',')?,
+                Format::Tsv => table::delimited_rows(path, &text, b'\t')?,
                 Format::Jsonl | Format::Json => {
-                    let (problems, columns) = crate::json::problems(path, &text, format == Format::Jsonl, &mut warnings)?;
+                    let (problems, columns) = json::problems(path, &text, format == Format::Jsonl, &mut warnings)?;
                     return finish(path, format, enc, problems, columns, warnings, limits);
                 }
                 Format::Xlsx => unreachable!(),
@@ -140,7 +76,7 @@ pub fn read_bytes(path: &Path, bytes: &[u8], limits: &Limits) -> Result<Preview,
             (rows, enc.to_string())
         }
     };
-    let (problems, columns) = crate::table::problems_from_rows(path, rows, &mut warnings)?;
+    let (problems, columns) = table::problems_from_rows(path, rows, &mut warnings)?;
     finish(path, format, &encoding, problems, columns, warnings, limits)
 }
 
@@ -210,26 +146,17 @@ pub fn decode(bytes: &[u8]) -> (String, &'static str) {
     (encoding_rs::GB18030.decode_without_bom_handling(bytes).0.into_owned(), "GB18030")
 }
 
-/// Header names, in English and Chinese.
-pub(crate) fn role_of_header(h: &str) -> Option<Role> {
-    let h = h.trim().trim_start_matches('\u{feff}').to_lowercase();
-    const Q: &[&str] = &["question", "questions", "problem", "problems", "prompt", "q", "query", "题目", "问题", "题干", "试题"];
-    const K: &[&str] = &["answer", "answers", "key", "expected", "expected answer", "gold", "a", "答案", "参考答案", "标准答案", "正确答案"];
-    const I: &[&str] = &["id", "no", "no.", "number", "#", "编号", "序号", "题号"];
-    if Q.contains(&h.as_str()) {
-        Some(Role::Question)
-    } else if K.contains(&h.as_str()) {
-        Some(Role::Key)
-    } else if I.contains(&h.as_str()) {
-        Some(Role::Id)
-    } else {
-        None
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Role {
-    Question,
-    Key,
-    Id,
+    #[test]
+    fn every_shown_extension_is_read_and_the_list_reads_as_a_sentence() {
+        for e in EXTENSIONS {
+            assert!(Format::of(Path::new(&format!("q.{e}"))).is_some(), "{e}");
+            assert!(Format::all_extensions().any(|a| a == *e), "{e}");
+        }
+        assert_eq!(Format::of(Path::new("Q.MARKDOWN")), Some(Format::Markdown));
+        assert_eq!(extensions_list(), ".txt, .md, .csv, .tsv, .jsonl, .json or .xlsx");
+    }
 }

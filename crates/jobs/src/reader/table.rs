@@ -1,7 +1,7 @@
 //! Tables of questions: CSV, TSV and the first sheet of an .xlsx workbook. Columns are found by
 //! header (English or Chinese), or by position in header-less files.
 
-use crate::reader::{role_of_header, Columns, Problem, ReadError, Role, Warning};
+use super::problem::{role_of_header, Columns, Problem, ReadError, Role, Warning};
 use std::path::Path;
 
 /// A row of cells and the line (or spreadsheet row) it came from.

@@ -2,7 +2,7 @@
 //! else blocks separated by blank lines, else one question per line. A line starting with
 //! `Answer:` / `答案：` inside an item is that item's key.
 
-use crate::reader::Problem;
+use super::problem::Problem;
 
 fn item_number(line: &str) -> Option<(String, &str)> {
     let t = line.trim_start();

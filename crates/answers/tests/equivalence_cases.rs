@@ -20,7 +20,7 @@ fn math_verify_cases_agree_at_least_90_percent() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         let (gold, pred, want) = (v["gold"].as_str().unwrap(), v["pred"].as_str().unwrap(), v["equal"].as_bool().unwrap());
         let start = std::time::Instant::now();
-        let got = ponder_jobs::equivalence::check(gold, pred);
+        let got = ponder_answers::equivalence::check(gold, pred);
         assert!(start.elapsed().as_secs() < 2, "case {} took {:?}", i + 1, start.elapsed());
         total += 1;
         if got.equal == want {

@@ -1,0 +1,45 @@
+//! What can be known about a request before it is queued: its parameters, its rendered prompt
+//! and whether that prompt fits the context and the KV memory. These errors are returned by
+//! [`super::Engine::submit`] rather than sent as events.
+
+use super::Shared;
+use crate::error::{EngineError, InvalidRequest, Result};
+use crate::request::{GenerateRequest, Prompt};
+
+/// A request that passed every check, with its prompt rendered and tokenised.
+pub(super) struct Validated {
+    pub tokens: Vec<u32>,
+    /// The prompt opens the thought (R1 templates end with `<think>\n`): text streams as
+    /// thinking first.
+    pub starts_thinking: bool,
+}
+
+pub(super) fn render(shared: &Shared, prompt: &Prompt) -> Result<String> {
+    match prompt {
+        Prompt::Chat(messages) => shared.template.render(messages),
+        Prompt::Text(t) => Ok(t.clone()),
+    }
+}
+
+pub(super) fn validate(shared: &Shared, req: &GenerateRequest) -> Result<Validated> {
+    req.sampling.validate()?;
+    if req.n == 0 || req.n > shared.max_seqs {
+        return Err(InvalidRequest::Samples { n: req.n, max: shared.max_seqs }.into());
+    }
+    if req.max_tokens == 0 {
+        return Err(InvalidRequest::NoTokens.into());
+    }
+    let text = render(shared, &req.prompt)?;
+    let tokens = shared.tokenizer.encode_prompt(&text)?;
+    if tokens.is_empty() {
+        return Err(InvalidRequest::EmptyPrompt.into());
+    }
+    let context_length = shared.context_length;
+    if tokens.len() + req.max_tokens > context_length {
+        return Err(EngineError::ContextOverflow { prompt_tokens: tokens.len(), max_tokens: req.max_tokens, context_length });
+    }
+    if tokens.len() * req.n > shared.kv_budget_tokens {
+        return Err(InvalidRequest::KvBudget { n: req.n, prompt_tokens: tokens.len(), budget: shared.kv_budget_tokens }.into());
+    }
+    Ok(Validated { tokens, starts_thinking: text.trim_end().ends_with("<think>") })
+}

@@ -1,0 +1,145 @@
+//! The engine thread: it owns the model, takes requests between steps, and runs one
+//! continuous-batching step after another. The scheduler decides what a step holds; the worker
+//! applies that plan to the model and hands each sequence its logits.
+
+use super::stats::{EngineStats, RateMeter};
+use super::Shared;
+use crate::qwen2::{Qwen2, StepInput};
+use crate::request::FinishReason;
+use crate::scheduler::{Planned, Scheduler, Waiting};
+use crate::sequence::Seq;
+use crossbeam_channel::{Receiver, TryRecvError};
+use std::sync::Arc;
+use std::time::Instant;
+
+pub(super) enum Command {
+    Submit(Waiting),
+    Shutdown,
+}
+
+pub(super) struct Worker {
+    pub model: Qwen2,
+    pub shared: Arc<Shared>,
+    pub rx: Receiver<Command>,
+    pub sched: Scheduler,
+    /// The tokens that close a thought, forced when a thinking budget runs out.
+    pub close: Vec<u32>,
+    pub rate: RateMeter,
+}
+
+impl Worker {
+    pub fn run(mut self) {
+        self.warm_up();
+        while self.take_commands() {
+            let plan = self.sched.schedule();
+            if !plan.is_empty() {
+                self.step(&plan);
+            }
+            self.publish_stats();
+        }
+        self.sched.finish_all(FinishReason::Cancelled, "the engine shut down");
+    }
+
+    /// Waits for work while idle, then takes every request that has arrived. False when the
+    /// engine is shutting down.
+    fn take_commands(&mut self) -> bool {
+        if self.sched.is_idle() {
+            match self.rx.recv() {
+                Ok(Command::Submit(w)) => self.sched.enqueue(w),
+                Ok(Command::Shutdown) | Err(_) => return false,
+            }
+        }
+        loop {
+            match self.rx.try_recv() {
+                Ok(Command::Submit(w)) => self.sched.enqueue(w),
+                Ok(Command::Shutdown) | Err(TryRecvError::Disconnected) => return false,
+                Err(TryRecvError::Empty) => return true,
+            }
+        }
+    }
+
+    /// One token through the model before serving: the first matmul of each weight repacks it
+    /// for the CPU's kernels, which would otherwise land on the first user's request.
+    fn warm_up(&mut self) {
+        let t = Instant::now();
+        let mut cache = self.model.new_cache();
+        let token = self.close.first().copied().unwrap_or(0);
+        let _ = self.model.forward(&mut [StepInput { tokens: &[token, token], cache: &mut cache, want_logits: true }]);
+        tracing::debug!("warm-up took {:?}", t.elapsed());
+    }
+
+    /// Runs the planned sequences through the model and samples the next token of each that
+    /// finished reading its input.
+    fn step(&mut self, plan: &[Planned]) {
+        match self.forward(plan) {
+            Ok(rows) => {
+                let generated = self.sample(plan, rows);
+                self.rate.record(Instant::now(), generated);
+            }
+            Err(e) => {
+                tracing::error!("step failed: {e}");
+                for s in self.sched.planned_mut(plan) {
+                    s.finish(FinishReason::Error, Some(e.to_string()));
+                }
+            }
+        }
+        self.sched.retire_finished();
+    }
+
+    /// The model's forward pass over the plan: one row of logits per sequence that wants them,
+    /// in plan order.
+    fn forward(&mut self, plan: &[Planned]) -> candle_core::Result<Vec<Vec<f32>>> {
+        let mut seqs = self.sched.planned_mut(plan);
+        let mut inputs: Vec<StepInput<'_>> = Vec::with_capacity(plan.len());
+        for (p, s) in plan.iter().zip(seqs.iter_mut()) {
+            let model = &self.model;
+            let Seq { tokens, cache, .. } = &mut **s;
+            let cache = cache.get_or_insert_with(|| model.new_cache());
+            inputs.push(StepInput { tokens: &tokens[p.range.clone()], cache, want_logits: p.wants_logits });
+        }
+        let t = Instant::now();
+        let logits = self.model.forward(&mut inputs)?;
+        tracing::trace!(tokens = ?plan.iter().map(|p| p.range.len()).collect::<Vec<_>>(), elapsed = ?t.elapsed(), "step");
+        Ok(logits.map(|l| l.to_vec2::<f32>()).transpose()?.unwrap_or_default())
+    }
+
+    /// Hands each row of logits to its sequence (and to the samples it forks now that its
+    /// prompt is read); returns the tokens drawn.
+    fn sample(&mut self, plan: &[Planned], rows: Vec<Vec<f32>>) -> usize {
+        let (tokenizer, close, context) = (&self.shared.tokenizer, &self.close[..], self.shared.context_length);
+        let mut rows = rows.into_iter();
+        let (mut forked, mut generated) = (Vec::new(), 0);
+        for (p, s) in plan.iter().zip(self.sched.planned_mut(plan)) {
+            if !p.wants_logits {
+                continue;
+            }
+            let Some(mut row) = rows.next() else { break };
+            for mut f in s.take_forks() {
+                f.on_logits(&mut row.clone(), tokenizer, close, context);
+                forked.push(f);
+            }
+            s.on_logits(&mut row, tokenizer, close, context);
+            generated += 1;
+        }
+        generated += forked.len();
+        self.sched.add(forked);
+        generated
+    }
+
+    fn publish_stats(&mut self) {
+        let now = Instant::now();
+        let o = self.sched.occupancy();
+        let stats = EngineStats {
+            running: o.running,
+            paused: o.paused,
+            waiting: o.waiting,
+            kv_tokens_used: o.kv_tokens_used,
+            kv_tokens_budget: o.kv_tokens_budget,
+            tokens_per_second: self.rate.rate(now),
+            total_generated: self.rate.total,
+        };
+        if let Ok(mut g) = self.shared.stats.lock() {
+            *g = (stats, now);
+        }
+    }
+}
