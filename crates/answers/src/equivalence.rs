@@ -151,10 +151,9 @@ fn items(e: &Expr) -> Option<&Vec<Expr>> {
 /// `a ± b` as its two values.
 fn expand_pm(e: &Expr) -> Vec<Expr> {
     match e {
-        Expr::PlusMinus(a, b) => vec![
-            Expr::Add(vec![(**a).clone(), (**b).clone()]),
-            Expr::Add(vec![(**a).clone(), Expr::Neg(b.clone())]),
-        ],
+        Expr::PlusMinus(a, b) => {
+            vec![Expr::Add(vec![(**a).clone(), (**b).clone()]), Expr::Add(vec![(**a).clone(), Expr::Neg(b.clone())])]
+        }
         other => vec![other.clone()],
     }
 }
@@ -197,8 +196,7 @@ fn eq(g: &Expr, p: &Expr) -> bool {
         }
         (Expr::Union(a), Expr::Union(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| eq(x, y)),
         (Expr::Matrix(a), Expr::Matrix(b)) => {
-            a.len() == b.len()
-                && a.iter().zip(b).all(|(r, s)| r.len() == s.len() && r.iter().zip(s).all(|(x, y)| eq(x, y)))
+            a.len() == b.len() && a.iter().zip(b).all(|(r, s)| r.len() == s.len() && r.iter().zip(s).all(|(x, y)| eq(x, y)))
         }
         // A one-element matrix or tuple wrapped in parentheses is its content.
         (Expr::Seq { items, .. }, Expr::Matrix(_)) if items.len() == 1 => eq(&items[0], p),
@@ -229,9 +227,7 @@ fn symbols(es: &[&Expr]) -> BTreeSet<String> {
 /// Evaluation points: the same for both sides, fixed per comparison so verdicts are repeatable.
 fn points(syms: &BTreeSet<String>) -> Vec<Vec<(String, f64)>> {
     let mut rng = StdRng::seed_from_u64(0x5eed);
-    (0..POINTS)
-        .map(|_| syms.iter().map(|s| (s.clone(), rng.random_range(0.31..1.97))).collect())
-        .collect()
+    (0..POINTS).map(|_| syms.iter().map(|s| (s.clone(), rng.random_range(0.31..1.97))).collect()).collect()
 }
 
 fn eval_at(e: &Expr, pt: &[(String, f64)]) -> Option<f64> {

@@ -6,7 +6,10 @@ use std::collections::BTreeSet;
 pub enum Expr {
     /// A number; `decimals` is how many digits the writer gave after the point (for comparing
     /// `0.3333` with `1/3` at the precision the writer used).
-    Num { value: f64, decimals: Option<u32> },
+    Num {
+        value: f64,
+        decimals: Option<u32>,
+    },
     Sym(String),
     Const(Constant),
     Add(Vec<Expr>),
@@ -20,7 +23,11 @@ pub enum Expr {
     Percent(Box<Expr>),
     Factorial(Box<Expr>),
     /// Tuples, intervals and bare lists: the brackets tell which.
-    Seq { open: char, close: char, items: Vec<Expr> },
+    Seq {
+        open: char,
+        close: char,
+        items: Vec<Expr>,
+    },
     Set(Vec<Expr>),
     Union(Vec<Expr>),
     Matrix(Vec<Vec<Expr>>),

@@ -113,18 +113,24 @@ pub fn math_segments(s: &str) -> Vec<String> {
 }
 
 const ANSWER_PHRASES: &[&str] = &[
-    "final answer is", "final answer:", "the answer is", "answer is", "answer:", "答案是", "答案为", "答案：", "答案:",
-    "所以答案", "最终答案",
+    "final answer is",
+    "final answer:",
+    "the answer is",
+    "answer is",
+    "answer:",
+    "答案是",
+    "答案为",
+    "答案：",
+    "答案:",
+    "所以答案",
+    "最终答案",
 ];
 
 /// The text after the last "final answer is" (or the Chinese 答案是/答案为), up to the end of
 /// its sentence.
 pub fn after_answer_phrase(s: &str) -> Option<String> {
     let lower = s.to_lowercase();
-    let (pos, len) = ANSWER_PHRASES
-        .iter()
-        .filter_map(|p| lower.rfind(p).map(|i| (i, p.len())))
-        .max_by_key(|(i, _)| *i)?;
+    let (pos, len) = ANSWER_PHRASES.iter().filter_map(|p| lower.rfind(p).map(|i| (i, p.len()))).max_by_key(|(i, _)| *i)?;
     // `lower` and `s` have the same byte offsets for ASCII phrases; the Chinese ones have no case.
     let tail = s.get(pos + len..)?.trim_start_matches([' ', ':', '：', '*']);
     let line = tail.lines().next().unwrap_or("").trim();

@@ -18,10 +18,54 @@ enum Tok {
 
 /// Words that are units or filler next to a number, never products of variables.
 const UNIT_WORDS: &[&str] = &[
-    "miles", "mile", "cm", "mm", "km", "m", "meters", "meter", "metres", "inches", "inch", "feet", "foot", "ft",
-    "hours", "hour", "minutes", "minute", "seconds", "second", "days", "day", "years", "year", "units", "unit",
-    "dollars", "dollar", "cents", "cent", "degrees", "degree", "kg", "g", "grams", "pounds", "lbs", "sq",
-    "square", "cubic", "liters", "litres", "ml", "mph", "km/h", "percent", "pct", "percentage",
+    "miles",
+    "mile",
+    "cm",
+    "mm",
+    "km",
+    "m",
+    "meters",
+    "meter",
+    "metres",
+    "inches",
+    "inch",
+    "feet",
+    "foot",
+    "ft",
+    "hours",
+    "hour",
+    "minutes",
+    "minute",
+    "seconds",
+    "second",
+    "days",
+    "day",
+    "years",
+    "year",
+    "units",
+    "unit",
+    "dollars",
+    "dollar",
+    "cents",
+    "cent",
+    "degrees",
+    "degree",
+    "kg",
+    "g",
+    "grams",
+    "pounds",
+    "lbs",
+    "sq",
+    "square",
+    "cubic",
+    "liters",
+    "litres",
+    "ml",
+    "mph",
+    "km/h",
+    "percent",
+    "pct",
+    "percentage",
 ];
 
 fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
@@ -65,8 +109,8 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
             }
             let name: String = chars[start..i].iter().collect();
             match name.as_str() {
-                "left" | "right" | "big" | "Big" | "bigl" | "bigr" | "Bigl" | "Bigr" | "displaystyle" | "quad"
-                | "qquad" | "limits" | "middle" => {
+                "left" | "right" | "big" | "Big" | "bigl" | "bigr" | "Bigl" | "Bigr" | "displaystyle" | "quad" | "qquad"
+                | "limits" | "middle" => {
                     // \left. and \right. are invisible delimiters
                     if chars.get(i) == Some(&'.') {
                         i += 1;
@@ -83,12 +127,14 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
             }
         } else if (c == '!' || c == '<' || c == '>') && chars.get(i + 1) == Some(&'=') {
             i += 2;
-            out.push(Tok::Cmd(match c {
-                '!' => "ne",
-                '<' => "le",
-                _ => "ge",
-            }
-            .into()));
+            out.push(Tok::Cmd(
+                match c {
+                    '!' => "ne",
+                    '<' => "le",
+                    _ => "ge",
+                }
+                .into(),
+            ));
         } else {
             i += 1;
             match c {
@@ -310,15 +356,19 @@ impl Parser {
     fn term(&mut self) -> R {
         let mut factors = vec![self.unary()?];
         loop {
-            if self.eat(&Tok::Op('*')) || self.is_cmd(&["cdot", "times"]) && {
-                self.pos += 1;
-                true
-            } {
+            if self.eat(&Tok::Op('*'))
+                || self.is_cmd(&["cdot", "times"]) && {
+                    self.pos += 1;
+                    true
+                }
+            {
                 factors.push(self.unary()?);
-            } else if self.eat(&Tok::Op('/')) || self.is_cmd(&["div"]) && {
-                self.pos += 1;
-                true
-            } {
+            } else if self.eat(&Tok::Op('/'))
+                || self.is_cmd(&["div"]) && {
+                    self.pos += 1;
+                    true
+                }
+            {
                 let den = self.unary()?;
                 let num = if factors.len() == 1 { factors.pop().unwrap() } else { Expr::Mul(std::mem::take(&mut factors)) };
                 factors = vec![Expr::Div(Box::new(num), Box::new(den))];
@@ -585,7 +635,9 @@ impl Parser {
                 })
             }
             "%" => Err("stray %".into()),
-            greek if greek.chars().all(|ch| ch.is_ascii_alphabetic()) && GREEK.contains(&greek) => Ok(Expr::Sym(greek.to_string())),
+            greek if greek.chars().all(|ch| ch.is_ascii_alphabetic()) && GREEK.contains(&greek) => {
+                Ok(Expr::Sym(greek.to_string()))
+            }
             other => Ok(Expr::Text(format!("\\{other}"))),
         }
     }
@@ -628,9 +680,40 @@ impl Parser {
 }
 
 const GREEK: &[&str] = &[
-    "alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "vartheta", "iota", "kappa",
-    "lambda", "mu", "nu", "xi", "rho", "sigma", "tau", "upsilon", "phi", "varphi", "chi", "psi", "omega", "Gamma",
-    "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi", "Omega",
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "varepsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "vartheta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+    "nu",
+    "xi",
+    "rho",
+    "sigma",
+    "tau",
+    "upsilon",
+    "phi",
+    "varphi",
+    "chi",
+    "psi",
+    "omega",
+    "Gamma",
+    "Delta",
+    "Theta",
+    "Lambda",
+    "Xi",
+    "Sigma",
+    "Phi",
+    "Psi",
+    "Omega",
 ];
 
 fn render_sub(e: &Expr) -> String {

@@ -56,10 +56,7 @@ fn main() {
         }
     };
     cli.model = cli.model.or(config.model.clone());
-    let threads = cli
-        .threads
-        .or(config.threads)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let threads = cli.threads.or(config.threads).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     ponder_engine::process::set_threads(threads);
     ponder_engine::process::keep_freed_step_buffers();
     let result = match cli.command {

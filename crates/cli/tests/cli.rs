@@ -22,7 +22,8 @@ fn check_prints_the_verdict_and_exits_0_or_1() {
 fn check_jsonl_adds_the_equal_field() {
     let d = tempfile::tempdir().unwrap();
     let input = d.path().join("pairs.jsonl");
-    std::fs::write(&input, "{\"gold\": \"1/2\", \"pred\": \"0.5\", \"note\": \"kept\"}\n{\"gold\": \"3\", \"pred\": \"4\"}\n").unwrap();
+    std::fs::write(&input, "{\"gold\": \"1/2\", \"pred\": \"0.5\", \"note\": \"kept\"}\n{\"gold\": \"3\", \"pred\": \"4\"}\n")
+        .unwrap();
     let out = ponder().args(["check", "--jsonl"]).arg(&input).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let lines: Vec<serde_json::Value> =

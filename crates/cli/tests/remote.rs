@@ -17,7 +17,20 @@ use std::time::{Duration, Instant};
 fn run_remote(csv: &Path, db: &Path, url: &str, key: &str) -> Command {
     let mut c = ponder();
     c.args(["run"]).arg(csv);
-    c.args(["--remote", url, "--api-key", key, "--samples", "2", "--max-tokens", "64", "--concurrency", "4", "--temperature", "0"]);
+    c.args([
+        "--remote",
+        url,
+        "--api-key",
+        key,
+        "--samples",
+        "2",
+        "--max-tokens",
+        "64",
+        "--concurrency",
+        "4",
+        "--temperature",
+        "0",
+    ]);
     c.arg("--store").arg(db).arg("-o").arg(db.with_extension("results.jsonl"));
     c
 }
@@ -100,7 +113,10 @@ fn flaky_proxy(upstream: u16, plan: Vec<u16>) -> (u16, Arc<Mutex<Vec<u16>>>) {
                 let Some((head, body)) = read_request(&mut client) else { return };
                 let first_line = head.lines().next().unwrap_or("").to_string();
                 if first_line.contains("/chat/completions") {
-                    if let Some(status) = { let mut p = plan.lock().unwrap(); (!p.is_empty()).then(|| p.remove(0)) } {
+                    if let Some(status) = {
+                        let mut p = plan.lock().unwrap();
+                        (!p.is_empty()).then(|| p.remove(0))
+                    } {
                         seen.lock().unwrap().push(status);
                         let extra = if status == 429 { "Retry-After: 1\r\n" } else { "" };
                         let msg = r#"{"error":{"message":"try again","type":"overloaded"}}"#;
@@ -109,7 +125,11 @@ fn flaky_proxy(upstream: u16, plan: Vec<u16>) -> (u16, Arc<Mutex<Vec<u16>>>) {
                     }
                 }
                 // Pass it on, one request per connection.
-                let head: String = head.lines().filter(|l| !l.to_ascii_lowercase().starts_with("connection:")).map(|l| format!("{l}\r\n")).collect();
+                let head: String = head
+                    .lines()
+                    .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
+                    .map(|l| format!("{l}\r\n"))
+                    .collect();
                 let Ok(mut up) = TcpStream::connect(("127.0.0.1", upstream)) else { return };
                 let _ = up.write_all(format!("{head}Connection: close\r\n\r\n").as_bytes());
                 let _ = up.write_all(&body);

@@ -42,7 +42,10 @@ fn queue_full_is_503_and_public_address_needs_a_key() {
     let body = r#"{"prompt":"Once upon a time","max_tokens":3000,"ignore_eos":true,"stream":true}"#;
     // One runs, one waits, the next is turned away.
     let post = |b: &str| {
-        Command::new("curl").args(["-s", "-N", "-o", "/dev/null", "-w", "%{http_code}", "-H", "content-type: application/json", "-d", b, &url]).spawn().unwrap()
+        Command::new("curl")
+            .args(["-s", "-N", "-o", "/dev/null", "-w", "%{http_code}", "-H", "content-type: application/json", "-d", b, &url])
+            .spawn()
+            .unwrap()
     };
     let a = post(body);
     std::thread::sleep(Duration::from_millis(1500));

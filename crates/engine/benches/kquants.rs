@@ -46,7 +46,8 @@ fn products(c: &mut Criterion) {
 fn from_memory(c: &mut Criterion) {
     let (ct, mut f) = open_model();
     let input = |m: usize, k: usize| {
-        Tensor::from_vec((0..m * k).map(|i| (i * 7919 % 1000) as f32 / 500.0 - 1.0).collect::<Vec<f32>>(), (m, k), &Device::Cpu).unwrap()
+        Tensor::from_vec((0..m * k).map(|i| (i * 7919 % 1000) as f32 / 500.0 - 1.0).collect::<Vec<f32>>(), (m, k), &Device::Cpu)
+            .unwrap()
     };
     for name in ["ffn_up", "ffn_down"] {
         let layers: Vec<Arc<_>> =
@@ -67,7 +68,11 @@ fn from_memory(c: &mut Criterion) {
     }
     // The output projection: the largest matrix (Q6_K, 191 MB, in the test model; the
     // embedding table where the two are tied).
-    let table = Arc::new(ct.tensor(&mut f, "output.weight", &Device::Cpu).or_else(|_| ct.tensor(&mut f, "token_embd.weight", &Device::Cpu)).unwrap());
+    let table = Arc::new(
+        ct.tensor(&mut f, "output.weight", &Device::Cpu)
+            .or_else(|_| ct.tensor(&mut f, "token_embd.weight", &Device::Cpu))
+            .unwrap(),
+    );
     let ours = KQuantMatrix::new(table.clone()).unwrap();
     let candle = QMatMul::from_arc(table.clone()).unwrap();
     let x = input(1, 1536);

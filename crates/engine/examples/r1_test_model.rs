@@ -10,7 +10,9 @@ fn main() {
         eprintln!("usage: r1_test_model SRC.gguf DST.gguf");
         std::process::exit(2);
     };
-    if let Err(e) = ponder_engine::gguf_edit::with_chat_template(src.as_ref(), dst.as_ref(), ponder_engine::gguf_edit::R1_TEMPLATE) {
+    if let Err(e) =
+        ponder_engine::gguf_edit::with_chat_template(src.as_ref(), dst.as_ref(), ponder_engine::gguf_edit::R1_TEMPLATE)
+    {
         eprintln!("{e}");
         std::process::exit(1);
     }

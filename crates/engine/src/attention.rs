@@ -183,8 +183,10 @@ mod tests {
 
     /// Straightforward f64 attention of one row, for comparison.
     fn reference(q: &[f32], keys: &[f32], values: &[f32], hd: usize) -> Vec<f64> {
-        let scores: Vec<f64> =
-            keys.chunks(hd).map(|k| q.iter().zip(k).map(|(&a, &b)| a as f64 * b as f64).sum::<f64>() / (hd as f64).sqrt()).collect();
+        let scores: Vec<f64> = keys
+            .chunks(hd)
+            .map(|k| q.iter().zip(k).map(|(&a, &b)| a as f64 * b as f64).sum::<f64>() / (hd as f64).sqrt())
+            .collect();
         let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let e: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
         let total: f64 = e.iter().sum();
@@ -207,7 +209,12 @@ mod tests {
         let Heads { heads, kv_heads, hd } = shape;
         // Two sequences: one with 5 cached tokens decoding 1, one reading a chunk of 3 after 2.
         let (mut a, mut b) = (LayerCache::default(), LayerCache::default());
-        let (ka, va, kb, vb) = (values(kv_heads * 6 * hd, 1), values(kv_heads * 6 * hd, 2), values(kv_heads * 5 * hd, 3), values(kv_heads * 5 * hd, 4));
+        let (ka, va, kb, vb) = (
+            values(kv_heads * 6 * hd, 1),
+            values(kv_heads * 6 * hd, 2),
+            values(kv_heads * 5 * hd, 3),
+            values(kv_heads * 5 * hd, 4),
+        );
         a.append(kv_heads, hd, &ka, &va);
         b.append(kv_heads, hd, &kb, &vb);
         let total = 4;

@@ -24,7 +24,14 @@ pub struct BenchOptions {
 
 impl Default for BenchOptions {
     fn default() -> Self {
-        Self { runs: 3, decode_tokens: 128, prefill_tokens: 512, batch_sizes: vec![1, 2, 4, 8, 16], kernels: Default::default(), memory_context: 4096 }
+        Self {
+            runs: 3,
+            decode_tokens: 128,
+            prefill_tokens: 512,
+            batch_sizes: vec![1, 2, 4, 8, 16],
+            kernels: Default::default(),
+            memory_context: 4096,
+        }
     }
 }
 
@@ -73,11 +80,7 @@ fn median(mut xs: Vec<f64>) -> f64 {
 pub fn peak_rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()))
         .map_or(0, |kb| kb * 1024)
 }
 
@@ -118,7 +121,8 @@ struct Timing {
 }
 
 fn drive(handles: &mut [crate::engine::RequestHandle], submitted: Instant) -> Vec<Timing> {
-    let mut out: Vec<Timing> = handles.iter().map(|_| Timing { submitted, first: None, done: None, tokens: 0, deltas: Vec::new() }).collect();
+    let mut out: Vec<Timing> =
+        handles.iter().map(|_| Timing { submitted, first: None, done: None, tokens: 0, deltas: Vec::new() }).collect();
     let mut open = handles.len();
     while open > 0 {
         for (h, t) in handles.iter_mut().zip(out.iter_mut()) {
@@ -219,7 +223,9 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
     for r in 0..opts.runs {
         progress(&format!("chat time to first token under load, run {}/{}", r + 1, opts.runs));
         let mut load: Vec<_> = (0..8)
-            .map(|i| engine.submit(request(filler(&engine, 32 + 16 * i, i), 10_000.min(engine.context_length() / 2), Priority::Batch)))
+            .map(|i| {
+                engine.submit(request(filler(&engine, 32 + 16 * i, i), 10_000.min(engine.context_length() / 2), Priority::Batch))
+            })
             .collect::<Result<Vec<_>>>()?;
         // Let the batch get going before the chat arrives.
         for h in &mut load {
@@ -236,7 +242,9 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
         progress(&format!("memory with 8 contexts of {} tokens", opts.memory_context));
         let generate = 64.min(opts.memory_context / 2);
         let mut handles = (0..8)
-            .map(|i| engine.submit(request(filler(&engine, opts.memory_context - generate - 8, 200 + i), generate, Priority::Batch)))
+            .map(|i| {
+                engine.submit(request(filler(&engine, opts.memory_context - generate - 8, 200 + i), generate, Priority::Batch))
+            })
             .collect::<Result<Vec<_>>>()?;
         drive(&mut handles, Instant::now());
     }

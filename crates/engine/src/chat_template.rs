@@ -56,8 +56,7 @@ impl ChatTemplate {
             Err(Error::new(ErrorKind::InvalidOperation, msg))
         });
         env.add_function("strftime_now", |_fmt: String| -> String { String::new() });
-        env.add_template_owned("chat", source.to_string())
-            .map_err(|e| EngineError::Template(describe(&e)))?;
+        env.add_template_owned("chat", source.to_string()).map_err(|e| EngineError::Template(describe(&e)))?;
         Ok(Self {
             env,
             bos_token: bos_token.to_string(),

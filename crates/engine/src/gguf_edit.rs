@@ -6,18 +6,14 @@ use crate::error::{EngineError, Result};
 use candle_core::quantized::gguf_file::{self, Value};
 use std::path::Path;
 
-pub fn rewrite_metadata(
-    src: &Path,
-    dst: &Path,
-    edit: impl FnOnce(&mut std::collections::HashMap<String, Value>),
-) -> Result<()> {
+pub fn rewrite_metadata(src: &Path, dst: &Path, edit: impl FnOnce(&mut std::collections::HashMap<String, Value>)) -> Result<()> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| EngineError::Io { path, source }
     };
     let mut reader = std::io::BufReader::new(std::fs::File::open(src).map_err(io(src))?);
-    let ct = gguf_file::Content::read(&mut reader)
-        .map_err(|e| EngineError::BadModel { path: src.into(), detail: e.to_string() })?;
+    let ct =
+        gguf_file::Content::read(&mut reader).map_err(|e| EngineError::BadModel { path: src.into(), detail: e.to_string() })?;
     let mut metadata = ct.metadata.clone();
     edit(&mut metadata);
     let mut names: Vec<&String> = ct.tensor_infos.keys().collect();
@@ -34,8 +30,7 @@ pub fn rewrite_metadata(
     let md: Vec<(&str, &Value)> = keys.iter().map(|k| (k.as_str(), &metadata[*k])).collect();
     let refs: Vec<(&str, &candle_core::quantized::QTensor)> = tensors.iter().map(|(n, t)| (*n, t)).collect();
     let mut out = std::io::BufWriter::new(std::fs::File::create(dst).map_err(io(dst))?);
-    gguf_file::write(&mut out, &md, &refs)
-        .map_err(|e| EngineError::BadModel { path: dst.into(), detail: e.to_string() })?;
+    gguf_file::write(&mut out, &md, &refs).map_err(|e| EngineError::BadModel { path: dst.into(), detail: e.to_string() })?;
     use std::io::Write;
     out.flush().map_err(io(dst))?;
     Ok(())

@@ -30,7 +30,6 @@ pub use engine::{Canceller, Engine, EngineConfig, EngineStats, RequestHandle};
 pub use error::{EngineError, InvalidRequest, Result};
 pub use kquants::KQuantKernels;
 pub use loader::{load, LoadOptions, LoadedModel, ModelInfo};
-pub use request::{DEFAULT_MAX_TOKENS, Event, FinishReason, GenerateRequest, Priority, Prompt, Usage};
+pub use request::{Event, FinishReason, GenerateRequest, Priority, Prompt, Usage, DEFAULT_MAX_TOKENS};
 pub use sampler::SamplingParams;
 pub use stream::Channel;
-

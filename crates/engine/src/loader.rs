@@ -233,9 +233,7 @@ pub fn inspect(path: &Path) -> Result<ModelInfo> {
         let text = std::fs::read_to_string(&cfg_path).map_err(|source| EngineError::Io { path: cfg_path.clone(), source })?;
         let cfg: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| EngineError::BadModel { path: cfg_path, detail: e.to_string() })?;
-        let size = std::fs::read_dir(path)
-            .map(|d| d.filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum())
-            .unwrap_or(0);
+        let size = std::fs::read_dir(path).map(|d| d.filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum()).unwrap_or(0);
         let template = std::fs::read_to_string(path.join("tokenizer_config.json")).unwrap_or_default();
         return Ok(ModelInfo {
             name: path.file_name().unwrap_or_default().to_string_lossy().into_owned(),
@@ -262,11 +260,8 @@ fn gguf_info(path: &Path, ct: &gguf_file::Content, size: u64) -> ModelInfo {
         *counts.entry(format!("{:?}", info.ggml_dtype)).or_default() += n;
     }
     let architecture = md("general.architecture").unwrap_or_default();
-    let context_length = ct
-        .metadata
-        .get(&format!("{architecture}.context_length"))
-        .and_then(|v| v.to_u32().ok())
-        .unwrap_or(0) as usize;
+    let context_length =
+        ct.metadata.get(&format!("{architecture}.context_length")).and_then(|v| v.to_u32().ok()).unwrap_or(0) as usize;
     ModelInfo {
         name: md("general.name").unwrap_or_else(|| path.file_stem().unwrap_or_default().to_string_lossy().into_owned()),
         path: path.to_path_buf(),
@@ -286,20 +281,16 @@ fn load_gguf(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
         return Err(EngineError::MissingMetadata { path: path.to_path_buf(), key: "general.architecture".into() });
     }
     let config = build_config(&GgufConfig { path, ct: &ct }, opts)?;
-    let tokenizer = Tokenizer::from_gguf(&ct)
-        .map_err(|e| EngineError::Tokenizer(format!("{}: {e}", path.display())))?;
-    let template_src = md("tokenizer.chat_template")
-        .and_then(|v| v.to_string().ok())
-        .map(String::as_str)
-        .unwrap_or(CHATML_TEMPLATE);
+    let tokenizer = Tokenizer::from_gguf(&ct).map_err(|e| EngineError::Tokenizer(format!("{}: {e}", path.display())))?;
+    let template_src =
+        md("tokenizer.chat_template").and_then(|v| v.to_string().ok()).map(String::as_str).unwrap_or(CHATML_TEMPLATE);
     let template = ChatTemplate::new(template_src, &tokenizer.bos_token, &tokenizer.eos_token)?;
 
     // Read the weights through a memory map: no second buffered copy of a 1 GB file.
     let file = std::fs::File::open(path).map_err(|source| EngineError::Io { path: path.into(), source })?;
     // SAFETY: the map is read-only and dropped before this function returns; a file changed
     // underneath us during the load gives wrong weights, not memory unsafety in our code.
-    let mmap = unsafe { memmap2::Mmap::map(&file) }
-        .map_err(|source| EngineError::Io { path: path.into(), source })?;
+    let mmap = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| EngineError::Io { path: path.into(), source })?;
     let mut cursor = std::io::Cursor::new(&mmap[..]);
     let model = Qwen2::from_gguf(&ct, &mut cursor, config.clone(), opts.kernels, &Device::Cpu)
         .map_err(|e| EngineError::BadModel { path: path.into(), detail: e.to_string() })?;
@@ -333,10 +324,8 @@ fn load_safetensors_dir(dir: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
     }
     let size = files.iter().filter_map(|f| f.metadata().ok()).map(|m| m.len()).sum();
     // SAFETY: read-only maps of files the user pointed us at; see `load_gguf`.
-    let vb = unsafe {
-        candle_nn::VarBuilder::from_mmaped_safetensors(&files, candle_core::DType::F32, &Device::Cpu)
-    }
-    .map_err(|e| EngineError::BadModel { path: dir.into(), detail: e.to_string() })?;
+    let vb = unsafe { candle_nn::VarBuilder::from_mmaped_safetensors(&files, candle_core::DType::F32, &Device::Cpu) }
+        .map_err(|e| EngineError::BadModel { path: dir.into(), detail: e.to_string() })?;
     let model = Qwen2::from_var_builder(vb, config.clone(), tie)
         .map_err(|e| EngineError::BadModel { path: dir.into(), detail: e.to_string() })?;
     let info = ModelInfo {

@@ -60,10 +60,7 @@ pub fn map_when<T: Send>(worth_it: bool, n: usize, f: impl Fn(usize) -> T + Sync
             *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
         }
     });
-    slots
-        .into_iter()
-        .map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()).expect("the pool runs every index"))
-        .collect()
+    slots.into_iter().map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()).expect("the pool runs every index")).collect()
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@
 //! per sequence over that sequence's cache. Every operation on a token's row is independent of
 //! the other rows in the step, so batching does not change what a sequence computes.
 
-use crate::kquants::{KQuantKernels, KQuantMatrix};
 use crate::attention;
+use crate::kquants::{KQuantKernels, KQuantMatrix};
 use crate::kv_cache::SeqCache;
 use crate::rowwise;
 use candle_core::quantized::{gguf_file, GgmlDType, QMatMul, QTensor};
@@ -147,7 +147,7 @@ impl Attention {
         let attention::Heads { heads: nh, kv_heads: nkv, hd } = step.heads;
         let total = h.dim(0)?;
         let [q, k, v] = Linear::forward_all([&self.q, &self.k, &self.v], h)?; // (T, nh*hd), (T, nkv*hd) × 2
-        // Laid out by head, (heads, T, hd), q and k rotated for their positions.
+                                                                              // Laid out by head, (heads, T, hd), q and k rotated for their positions.
         let qv = step.rope.apply(&q, nh, step.positions)?;
         let kv = step.rope.apply(&k, nkv, step.positions)?;
         let vv = rowwise::by_head(&v, nkv, hd)?;
@@ -287,16 +287,9 @@ impl Qwen2 {
     ) -> Result<Self> {
         let mut get = |name: &str| ct.tensor(reader, name, device);
         let dense = |q: QTensor| q.dequantize(device);
-        let linear = |get: &mut dyn FnMut(&str) -> Result<QTensor>,
-                          name: &str,
-                          bias: bool|
-         -> Result<Linear> {
+        let linear = |get: &mut dyn FnMut(&str) -> Result<QTensor>, name: &str, bias: bool| -> Result<Linear> {
             let weight = Weights::quantized(Arc::new(get(&format!("{name}.weight"))?), kernels)?;
-            let bias = if bias {
-                Some(get(&format!("{name}.bias"))?.dequantize(device)?)
-            } else {
-                None
-            };
+            let bias = if bias { Some(get(&format!("{name}.bias"))?.dequantize(device)?) } else { None };
             Ok(Linear { weight, bias })
         };
         let eps = config.rms_norm_eps as f32;
@@ -341,9 +334,7 @@ impl Qwen2 {
             let b = if bias { Some(vb.get(o, "bias")?.to_dtype(DType::F32)?) } else { None };
             Ok(Linear { weight: Weights::Candle(QMatMul::Tensor(w)), bias: b })
         };
-        let norm = |vb: candle_nn::VarBuilder| -> Result<RmsNorm> {
-            RmsNorm::new(vb.get(h, "weight")?, eps)
-        };
+        let norm = |vb: candle_nn::VarBuilder| -> Result<RmsNorm> { RmsNorm::new(vb.get(h, "weight")?, eps) };
         let m = vb.pp("model");
         let embed = m.pp("embed_tokens").get((config.vocab_size, h), "weight")?.to_dtype(DType::F32)?;
         let mut layers = Vec::with_capacity(config.num_layers);
@@ -452,5 +443,3 @@ impl Qwen2 {
 fn rows(all: &[f32], heads: usize, total: usize, hd: usize, offset: usize, len: usize) -> Vec<f32> {
     (0..heads).flat_map(|h| &all[(h * total + offset) * hd..(h * total + offset + len) * hd]).copied().collect()
 }
-
-

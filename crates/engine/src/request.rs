@@ -115,10 +115,22 @@ impl Usage {
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     /// The request left the queue and its prompt is being read.
-    Started { prompt_tokens: usize, queue_wait: Duration },
+    Started {
+        prompt_tokens: usize,
+        queue_wait: Duration,
+    },
     /// New text of sample `index`, always whole UTF-8 characters.
-    Delta { index: usize, channel: Channel, text: String },
-    Finished { index: usize, reason: FinishReason, usage: Usage, error: Option<String> },
+    Delta {
+        index: usize,
+        channel: Channel,
+        text: String,
+    },
+    Finished {
+        index: usize,
+        reason: FinishReason,
+        usage: Usage,
+        error: Option<String>,
+    },
 }
 
 #[cfg(test)]

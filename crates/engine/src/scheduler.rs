@@ -157,9 +157,7 @@ impl Scheduler {
 
     /// Newest (last admitted) sequence matching `pred`.
     fn newest(&self, pred: impl Fn(&Seq) -> bool) -> Option<usize> {
-        (0..self.seqs.len())
-            .filter(|&i| pred(&self.seqs[i]))
-            .max_by_key(|&i| self.seqs[i].ctx.admitted_seq)
+        (0..self.seqs.len()).filter(|&i| pred(&self.seqs[i])).max_by_key(|&i| self.seqs[i].ctx.admitted_seq)
     }
 
     fn admit(&mut self) {
@@ -187,9 +185,7 @@ impl Scheduler {
         }
         // 2. Paused work resumes, oldest first, before new batch work starts.
         loop {
-            let Some(i) = (0..self.seqs.len())
-                .filter(|&i| self.seqs[i].paused)
-                .min_by_key(|&i| self.seqs[i].ctx.admitted_seq)
+            let Some(i) = (0..self.seqs.len()).filter(|&i| self.seqs[i].paused).min_by_key(|&i| self.seqs[i].ctx.admitted_seq)
             else {
                 break;
             };
@@ -230,9 +226,7 @@ impl Scheduler {
             if used <= budget || self.seqs.iter().filter(|s| !s.paused).count() <= 1 {
                 return;
             }
-            let victim = self
-                .newest(|s| !s.paused && s.ctx.priority == Priority::Batch)
-                .or_else(|| self.newest(|s| !s.paused));
+            let victim = self.newest(|s| !s.paused && s.ctx.priority == Priority::Batch).or_else(|| self.newest(|s| !s.paused));
             let Some(i) = victim else { return };
             self.seqs[i].paused = true;
             self.seqs[i].cache = None;

@@ -6,10 +6,10 @@ use crate::request::{Event, FinishReason, Priority, Usage};
 use crate::sampler::Sampler;
 use crate::stream::{Channel, LoopDetector, StopMatcher, StopResult, ThinkSplitter};
 use crate::tokenizer::{StreamDecoder, Tokenizer};
-use tokio::sync::mpsc::UnboundedSender;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+use tokio::sync::mpsc::UnboundedSender;
 
 /// What a request's samples share.
 pub(crate) struct RequestCtx {
@@ -258,11 +258,7 @@ impl Seq {
             thinking_tokens: self.thinking_tokens,
             answer_tokens: self.answer_tokens,
             time_to_first_token: self.first_token.map(|t| t.duration_since(self.ctx.submitted)),
-            tokens_per_second: if elapsed > 0.0 && self.generated > 1 {
-                (self.generated - 1) as f64 / elapsed
-            } else {
-                0.0
-            },
+            tokens_per_second: if elapsed > 0.0 && self.generated > 1 { (self.generated - 1) as f64 / elapsed } else { 0.0 },
         };
         self.ctx.send(Event::Finished { index: self.index, reason, usage, error });
         self.cache = None;

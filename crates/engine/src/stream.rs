@@ -17,10 +17,7 @@ pub enum Channel {
 /// be held back because the next delta may complete the pattern.
 fn partial_suffix(text: &str, pattern: &str) -> usize {
     let max = pattern.len().saturating_sub(1).min(text.len());
-    (1..=max)
-        .rev()
-        .find(|&n| text.is_char_boundary(text.len() - n) && pattern.starts_with(&text[text.len() - n..]))
-        .unwrap_or(0)
+    (1..=max).rev().find(|&n| text.is_char_boundary(text.len() - n) && pattern.starts_with(&text[text.len() - n..])).unwrap_or(0)
 }
 
 /// Splits deltas into thinking and answer. Everything before `</think>` is thinking when the

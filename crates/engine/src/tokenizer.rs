@@ -33,22 +33,12 @@ impl Tokenizer {
                 metadata.insert("tokenizer.ggml.pre".into(), gguf_file::Value::String("qwen2".into()));
             }
         }
-        let patched = gguf_file::Content {
-            magic: ct.magic,
-            metadata,
-            tensor_infos: HashMap::new(),
-            tensor_data_offset: 0,
-        };
-        let inner = tokenizers::Tokenizer::from_gguf(&patched)
-            .map_err(|e| EngineError::Tokenizer(e.to_string()))?;
+        let patched = gguf_file::Content { magic: ct.magic, metadata, tensor_infos: HashMap::new(), tensor_data_offset: 0 };
+        let inner = tokenizers::Tokenizer::from_gguf(&patched).map_err(|e| EngineError::Tokenizer(e.to_string()))?;
         let get_u32 = |key: &str| ct.metadata.get(key).and_then(|v| v.to_u32().ok());
         let bos_id = get_u32("tokenizer.ggml.bos_token_id");
         let eos_id = get_u32("tokenizer.ggml.eos_token_id");
-        let add_bos = ct
-            .metadata
-            .get("tokenizer.ggml.add_bos_token")
-            .and_then(|v| v.to_bool().ok())
-            .unwrap_or(false);
+        let add_bos = ct.metadata.get("tokenizer.ggml.add_bos_token").and_then(|v| v.to_bool().ok()).unwrap_or(false);
         Self::finish(inner, bos_id, eos_id, add_bos)
     }
 
@@ -69,12 +59,7 @@ impl Tokenizer {
         Self::finish(inner, bos_id, eos_id, add_bos)
     }
 
-    fn finish(
-        inner: tokenizers::Tokenizer,
-        bos_id: Option<u32>,
-        eos_id: Option<u32>,
-        add_bos: bool,
-    ) -> Result<Self> {
+    fn finish(inner: tokenizers::Tokenizer, bos_id: Option<u32>, eos_id: Option<u32>, add_bos: bool) -> Result<Self> {
         let name = |id: Option<u32>| id.and_then(|id| inner.id_to_token(id)).unwrap_or_default();
         let bos_token = name(bos_id);
         let eos_token = name(eos_id);
@@ -97,10 +82,7 @@ impl Tokenizer {
     /// Tokens of an already templated prompt. Special tokens written in the text (`<|im_start|>`)
     /// become their ids; a BOS is added when the model asks for one and the text lacks it.
     pub fn encode_prompt(&self, text: &str) -> Result<Vec<u32>> {
-        let enc = self
-            .inner
-            .encode_fast(text, false)
-            .map_err(|e| EngineError::Tokenizer(e.to_string()))?;
+        let enc = self.inner.encode_fast(text, false).map_err(|e| EngineError::Tokenizer(e.to_string()))?;
         let mut ids = enc.get_ids().to_vec();
         if let (true, Some(bos)) = (self.add_bos, self.bos_id) {
             if ids.first() != Some(&bos) {
@@ -112,10 +94,7 @@ impl Tokenizer {
 
     /// Tokens of plain text, with no BOS (for forced continuations such as `</think>`).
     pub fn encode_plain(&self, text: &str) -> Result<Vec<u32>> {
-        let enc = self
-            .inner
-            .encode_fast(text, false)
-            .map_err(|e| EngineError::Tokenizer(e.to_string()))?;
+        let enc = self.inner.encode_fast(text, false).map_err(|e| EngineError::Tokenizer(e.to_string()))?;
         Ok(enc.get_ids().to_vec())
     }
 

@@ -6,7 +6,6 @@ use ponder_engine::{
     Priority, RequestHandle, SamplingParams,
 };
 
-
 fn engine(config: EngineConfig) -> Engine {
     engine_with(ponder_testkit::SMALL, KQuantKernels::default(), config)
 }
@@ -225,7 +224,8 @@ fn limits_give_clear_errors() {
     assert!(err.to_string().contains("exceed the context length of 4096"));
     let err = e.submit(GenerateRequest { n: 3, ..greedy("hi", 4, Priority::Batch) }).err().unwrap();
     assert!(err.to_string().contains("n must be between 1 and 2"), "{err}");
-    let bad = GenerateRequest { sampling: SamplingParams { top_p: 0.0, ..Default::default() }, ..greedy("hi", 4, Priority::Batch) };
+    let bad =
+        GenerateRequest { sampling: SamplingParams { top_p: 0.0, ..Default::default() }, ..greedy("hi", 4, Priority::Batch) };
     assert!(e.submit(bad).err().unwrap().to_string().contains("top_p"));
 }
 
@@ -250,7 +250,10 @@ fn stop_strings_and_max_tokens() {
     let full = answer(&mut e.submit(greedy("Count from 1 to 20, separated by commas.", 60, Priority::Batch)).unwrap()).0;
     assert!(full.contains("7"), "{full}");
     let mut stopped = e
-        .submit(GenerateRequest { stop: vec!["7".into()], ..greedy("Count from 1 to 20, separated by commas.", 60, Priority::Batch) })
+        .submit(GenerateRequest {
+            stop: vec!["7".into()],
+            ..greedy("Count from 1 to 20, separated by commas.", 60, Priority::Batch)
+        })
         .unwrap();
     let (t, reason, _) = answer(&mut stopped);
     assert_eq!(reason, FinishReason::Stop);

@@ -88,7 +88,9 @@ fn broken_chat_template() {
     ponder_engine::gguf_edit::rewrite_metadata(&ponder_testkit::model(ponder_testkit::SMALL), &p, |md| {
         md.insert(
             "tokenizer.chat_template".into(),
-            Value::String("{% if messages[0]['role'] != 'system' %}{{ raise_exception('first message must be system') }}{% endif %}".into()),
+            Value::String(
+                "{% if messages[0]['role'] != 'system' %}{{ raise_exception('first message must be system') }}{% endif %}".into(),
+            ),
         );
     })
     .unwrap();

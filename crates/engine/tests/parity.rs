@@ -50,10 +50,8 @@ fn check(name: &str) {
     let path = ponder_testkit::model(name);
     let load = |kernels| ponder_engine::load(&path, &LoadOptions { kernels, ..Default::default() }).unwrap();
     let (with_candle, ponders) = (load(KQuantKernels::Candle), load(KQuantKernels::Ponder));
-    let prompt = with_candle
-        .template
-        .render(&[Message::user("What is the sum of the first 10 odd numbers? Explain briefly.")])
-        .unwrap();
+    let prompt =
+        with_candle.template.render(&[Message::user("What is the sum of the first 10 odd numbers? Explain briefly.")]).unwrap();
     let tokens = with_candle.tokenizer.encode_prompt(&prompt).unwrap();
     let mut stock = stock_model(&path, false);
     let mut exact = stock_model(&path, true);

@@ -2,13 +2,13 @@
 //! template, run with a small thinking budget.
 
 use ponder_engine::{
-    Channel, Engine, EngineConfig, Event, FinishReason, GenerateRequest, LoadOptions, Message, Priority,
-    SamplingParams,
+    Channel, Engine, EngineConfig, Event, FinishReason, GenerateRequest, LoadOptions, Message, Priority, SamplingParams,
 };
 
 fn r1_engine() -> Engine {
     ponder_testkit::threads();
-    let loaded = ponder_engine::load(&ponder_testkit::r1_model(), &LoadOptions { max_context: Some(4096), ..Default::default() }).unwrap();
+    let loaded =
+        ponder_engine::load(&ponder_testkit::r1_model(), &LoadOptions { max_context: Some(4096), ..Default::default() }).unwrap();
     assert!(loaded.info.reasoning, "the R1 template marks the model as a reasoning model");
     Engine::start(loaded, EngineConfig::default()).unwrap()
 }

@@ -1,8 +1,8 @@
 //! A Hugging Face safetensors folder loads and computes what the same weights compute from a
 //! GGUF file. The model is a small random Qwen2 made here, with the real Qwen tokenizer.
 
-use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::quantized::tokenizer::TokenizerFromGguf;
+use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::{DType, Device, Tensor};
 use ponder_engine::qwen2::StepInput;
 use ponder_engine::{LoadOptions, Message};
@@ -34,7 +34,12 @@ fn safetensors_folder_matches_the_same_weights_in_gguf() {
         let p = format!("model.layers.{l}");
         hf.insert(format!("{p}.input_layernorm.weight"), ones(H));
         hf.insert(format!("{p}.post_attention_layernorm.weight"), ones(H));
-        for (name, out, inp, bias) in [("q_proj", HEADS * hd, H, true), ("k_proj", KV * hd, H, true), ("v_proj", KV * hd, H, true), ("o_proj", H, HEADS * hd, false)] {
+        for (name, out, inp, bias) in [
+            ("q_proj", HEADS * hd, H, true),
+            ("k_proj", KV * hd, H, true),
+            ("v_proj", KV * hd, H, true),
+            ("o_proj", H, HEADS * hd, false),
+        ] {
             hf.insert(format!("{p}.self_attn.{name}.weight"), rnd(&[out, inp], 0.2));
             if bias {
                 hf.insert(format!("{p}.self_attn.{name}.bias"), rnd(&[out], 0.1));

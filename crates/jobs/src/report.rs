@@ -74,27 +74,25 @@ pub fn rows_of(problems: &[Problem], samples: &[SampleRow]) -> Vec<Row> {
     problems
         .iter()
         .zip(project(problems, samples))
-        .map(|(p, Projected { samples: mine, answers, judgement: j })| {
-            Row {
-                id: p.id.clone(),
-                question: p.question.clone(),
-                key: p.key.clone(),
-                majority: j.majority,
-                agreement: j.agreement,
-                verdict: j.verdict,
-                answers,
-                samples: mine
-                    .iter()
-                    .map(|s| SampleOut {
-                        answer: s.answer.clone(),
-                        extracted: s.extracted.clone(),
-                        thinking: s.thinking.clone(),
-                        finish_reason: s.finish_reason.clone(),
-                        tokens: s.thinking_tokens + s.answer_tokens,
-                    })
-                    .collect(),
-                extra: p.extra.clone(),
-            }
+        .map(|(p, Projected { samples: mine, answers, judgement: j })| Row {
+            id: p.id.clone(),
+            question: p.question.clone(),
+            key: p.key.clone(),
+            majority: j.majority,
+            agreement: j.agreement,
+            verdict: j.verdict,
+            answers,
+            samples: mine
+                .iter()
+                .map(|s| SampleOut {
+                    answer: s.answer.clone(),
+                    extracted: s.extracted.clone(),
+                    thinking: s.thinking.clone(),
+                    finish_reason: s.finish_reason.clone(),
+                    tokens: s.thinking_tokens + s.answer_tokens,
+                })
+                .collect(),
+            extra: p.extra.clone(),
         })
         .collect()
 }
@@ -312,7 +310,8 @@ mod status_tests {
 
     #[test]
     fn export_names_follow_the_question_file() {
-        let names: Vec<String> = [ExportFormat::Csv, ExportFormat::Jsonl, ExportFormat::Markdown].map(|f| f.file_name("algebra.csv")).into();
+        let names: Vec<String> =
+            [ExportFormat::Csv, ExportFormat::Jsonl, ExportFormat::Markdown].map(|f| f.file_name("algebra.csv")).into();
         assert_eq!(names, ["algebra.results.csv", "algebra.results.jsonl", "algebra.report.md"]);
         for f in [ExportFormat::Csv, ExportFormat::Jsonl, ExportFormat::Markdown] {
             assert_eq!(ExportFormat::of_path(Path::new(&f.file_name("x.txt"))), f);

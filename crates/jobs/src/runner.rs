@@ -67,14 +67,29 @@ impl JobControl {
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum JobEvent {
     /// A sample finished and was saved.
-    Sample { problem_idx: usize, sample_idx: usize, extracted: Option<String>, finish_reason: String },
+    Sample {
+        problem_idx: usize,
+        sample_idx: usize,
+        extracted: Option<String>,
+        finish_reason: String,
+    },
     Progress(Progress),
     /// Text of a running sample, for a live view.
-    Delta { problem_idx: usize, sample_idx: usize, channel: Channel, text: String },
+    Delta {
+        problem_idx: usize,
+        sample_idx: usize,
+        channel: Channel,
+        text: String,
+    },
     /// A sample started over (its request was retried): its text so far is void.
-    Restarted { problem_idx: usize, sample_idx: usize },
+    Restarted {
+        problem_idx: usize,
+        sample_idx: usize,
+    },
     /// The backend cannot make progress (`Some(why)`: the job waits for it) or can again.
-    Waiting { reason: Option<String> },
+    Waiting {
+        reason: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]

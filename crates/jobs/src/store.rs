@@ -185,7 +185,9 @@ impl Store {
         )?;
         let id = tx.last_insert_rowid();
         {
-            let mut st = tx.prepare("INSERT INTO problems (job_id, idx, pid, question, key, extra, line) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?;
+            let mut st = tx.prepare(
+                "INSERT INTO problems (job_id, idx, pid, question, key, extra, line) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
             for (i, p) in problems.iter().enumerate() {
                 st.execute(params![id, i as i64, p.id, p.question, p.key, serde_json::to_string(&p.extra)?, p.line as i64])?;
             }

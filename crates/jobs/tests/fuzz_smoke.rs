@@ -74,9 +74,8 @@ fn mutated_files_never_panic_or_hang() {
 
 #[test]
 fn random_answers_never_panic_or_hang() {
-    let alphabet: Vec<char> = "0123456789+-*/^_{}()[]\\,.=<>|!% xyzabcπ∞√frac sqrt left right boxed text pm cup begin end pmatrix &$"
-        .chars()
-        .collect();
+    let alphabet: Vec<char> =
+        "0123456789+-*/^_{}()[]\\,.=<>|!% xyzabcπ∞√frac sqrt left right boxed text pm cup begin end pmatrix &$".chars().collect();
     let mut rng = StdRng::seed_from_u64(2);
     for _ in 0..20_000 {
         let mut s = || (0..rng.random_range(0..60)).map(|_| alphabet[rng.random_range(0..alphabet.len())]).collect::<String>();

@@ -10,7 +10,11 @@ use ponder_jobs::{report, JobOptions, JobState, Store};
 fn engine() -> Engine {
     ponder_testkit::threads();
     let p = ponder_testkit::small_model();
-    Engine::start(ponder_engine::load(&p, &LoadOptions { max_context: Some(2048), ..Default::default() }).unwrap(), EngineConfig::default()).unwrap()
+    Engine::start(
+        ponder_engine::load(&p, &LoadOptions { max_context: Some(2048), ..Default::default() }).unwrap(),
+        EngineConfig::default(),
+    )
+    .unwrap()
 }
 
 fn problems(n: usize) -> Vec<Problem> {
@@ -106,7 +110,10 @@ fn reports_in_three_formats() {
     }
     let csv = report::to_csv(&rows);
     let mut r = csv::Reader::from_reader(csv.as_bytes());
-    assert_eq!(r.headers().unwrap().iter().collect::<Vec<_>>(), ["id", "question", "key", "majority", "agreement", "verdict", "answers", "topic"]);
+    assert_eq!(
+        r.headers().unwrap().iter().collect::<Vec<_>>(),
+        ["id", "question", "key", "majority", "agreement", "verdict", "answers", "topic"]
+    );
     assert_eq!(r.records().count(), 3);
     let md = report::to_markdown("Check", &rows);
     let disputed_at = md.find("| q2 | disputed").unwrap();

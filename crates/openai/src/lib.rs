@@ -264,7 +264,11 @@ mod tests {
             object: "chat.completion.chunk".into(),
             created: 1,
             model: "m".into(),
-            choices: vec![ChunkChoice { index: 0, delta: Delta { content: Some("4".into()), ..Default::default() }, ..Default::default() }],
+            choices: vec![ChunkChoice {
+                index: 0,
+                delta: Delta { content: Some("4".into()), ..Default::default() },
+                ..Default::default()
+            }],
             ..Default::default()
         };
         assert_eq!(

@@ -14,7 +14,12 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn bad_request(message: impl Into<String>, param: Option<&str>) -> Self {
-        Self { status: StatusCode::BAD_REQUEST, kind: "invalid_request_error", message: message.into(), param: param.map(String::from) }
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            kind: "invalid_request_error",
+            message: message.into(),
+            param: param.map(String::from),
+        }
     }
     pub fn unauthorized() -> Self {
         Self {

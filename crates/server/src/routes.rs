@@ -2,10 +2,6 @@
 //! turns them into OpenAI's wire format (`ponder-openai`), and a client that disconnects cancels
 //! the request.
 
-use ponder_openai::{
-    AssistantMessage, ChatChoice, ChatChunk, ChatCompletion, ChatRequest, ChunkChoice, Completion, CompletionChoice,
-    CompletionRequest, Delta, ModelEntry, ModelList, PromptField, Usage,
-};
 use crate::error::ApiError;
 use crate::AppState;
 use axum::extract::rejection::JsonRejection;
@@ -16,7 +12,13 @@ use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use ponder_engine::{Channel, Event, FinishReason, GenerateRequest, Message, Priority, Prompt, RequestHandle, Role, SamplingParams};
+use ponder_engine::{
+    Channel, Event, FinishReason, GenerateRequest, Message, Priority, Prompt, RequestHandle, Role, SamplingParams,
+};
+use ponder_openai::{
+    AssistantMessage, ChatChoice, ChatChunk, ChatCompletion, ChatRequest, ChunkChoice, Completion, CompletionChoice,
+    CompletionRequest, Delta, ModelEntry, ModelList, PromptField, Usage,
+};
 use serde_json::Value;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -79,7 +81,12 @@ async fn auth(State(state): State<Arc<AppState>>, req: Request, next: Next) -> R
 }
 
 async fn models(State(state): State<Arc<AppState>>) -> Json<ModelList> {
-    let entry = ModelEntry { id: state.config.model_name.clone(), object: "model".into(), created: state.created, owned_by: "ponder".into() };
+    let entry = ModelEntry {
+        id: state.config.model_name.clone(),
+        object: "model".into(),
+        created: state.created,
+        owned_by: "ponder".into(),
+    };
     Json(ModelList { object: "list".into(), data: vec![entry] })
 }
 
@@ -112,7 +119,10 @@ fn content_text(v: &Value) -> Result<String, ApiError> {
 fn check_common(state: &AppState, model: &Option<String>, n: usize, temperature: Option<f32>) -> Result<(), ApiError> {
     if let Some(m) = model {
         if m != &state.config.model_name && !m.is_empty() {
-            return Err(ApiError::not_found(format!("model `{m}` is not served here (this server has `{}`)", state.config.model_name)));
+            return Err(ApiError::not_found(format!(
+                "model `{m}` is not served here (this server has `{}`)",
+                state.config.model_name
+            )));
         }
     }
     if n == 0 {
@@ -154,7 +164,10 @@ async fn chat(State(state): State<Arc<AppState>>, ApiJson(req): ApiJson<ChatRequ
             seed: req.seed,
             ..defaults
         },
-        max_tokens: req.max_completion_tokens.or(req.max_tokens).unwrap_or(ponder_engine::DEFAULT_MAX_TOKENS.min(state.engine.context_length() / 2)),
+        max_tokens: req
+            .max_completion_tokens
+            .or(req.max_tokens)
+            .unwrap_or(ponder_engine::DEFAULT_MAX_TOKENS.min(state.engine.context_length() / 2)),
         thinking_budget: req.thinking_budget,
         stop: req.stop.map(|s| s.into_vec()).unwrap_or_default(),
         n,
@@ -195,7 +208,14 @@ async fn chat(State(state): State<Arc<AppState>>, ApiJson(req): ApiJson<ChatRequ
                 logprobs: None,
             })
             .collect();
-        let reply = ChatCompletion { id: ctx.id, object: "chat.completion".into(), created: ctx.created, model: ctx.model, choices, usage };
+        let reply = ChatCompletion {
+            id: ctx.id,
+            object: "chat.completion".into(),
+            created: ctx.created,
+            model: ctx.model,
+            choices,
+            usage,
+        };
         Ok(Json(reply).into_response())
     }
 }
@@ -244,8 +264,14 @@ async fn completions(State(state): State<Arc<AppState>>, ApiJson(req): ApiJson<C
             .enumerate()
             .map(|(index, (text, finish))| CompletionChoice { index, text, finish_reason: Some(finish.into()), logprobs: None })
             .collect();
-        let reply =
-            Completion { id: ctx.id, object: "text_completion".into(), created: ctx.created, model: ctx.model, choices, usage: Some(usage) };
+        let reply = Completion {
+            id: ctx.id,
+            object: "text_completion".into(),
+            created: ctx.created,
+            model: ctx.model,
+            choices,
+            usage: Some(usage),
+        };
         Ok(Json(reply).into_response())
     }
 }
@@ -291,7 +317,14 @@ impl Ctx {
             Event::Started { .. } => return None,
         };
         let choices = vec![CompletionChoice { index, text, finish_reason: finish, logprobs: None }];
-        let chunk = Completion { id: self.id.clone(), object: "text_completion".into(), created: self.created, model: self.model.clone(), choices, usage: None };
+        let chunk = Completion {
+            id: self.id.clone(),
+            object: "text_completion".into(),
+            created: self.created,
+            model: self.model.clone(),
+            choices,
+            usage: None,
+        };
         serde_json::to_value(chunk).ok()
     }
 

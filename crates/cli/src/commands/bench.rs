@@ -33,7 +33,10 @@ enum Kernels {
 
 pub fn run(args: Args, model: Option<PathBuf>, threads: usize) -> Result<()> {
     let path = crate::model_arg::resolve(model)?;
-    let opts = BenchOptions { runs: args.runs.max(1), decode_tokens: args.decode_tokens, batch_sizes: args.batch,
+    let opts = BenchOptions {
+        runs: args.runs.max(1),
+        decode_tokens: args.decode_tokens,
+        batch_sizes: args.batch,
         kernels: match args.kernels {
             Kernels::Candle => KQuantKernels::Candle,
             Kernels::Ponder => KQuantKernels::Ponder,
@@ -52,7 +55,10 @@ pub fn run(args: Args, model: Option<PathBuf>, threads: usize) -> Result<()> {
     println!("single decode   {:.1} tok/s", report.single_decode_tok_s);
     println!("prefill         {:.1} tok/s", report.prefill_tok_s);
     for p in &report.aggregate {
-        println!("aggregate x{:<3}  {:.1} tok/s while all decode, {:.1} over the whole run", p.sequences, p.tok_s, p.whole_run_tok_s);
+        println!(
+            "aggregate x{:<3}  {:.1} tok/s while all decode, {:.1} over the whole run",
+            p.sequences, p.tok_s, p.whole_run_tok_s
+        );
     }
     println!("chat TTFT, load {:.2} s", report.chat_ttft_under_load_s);
     println!(

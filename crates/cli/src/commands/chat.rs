@@ -1,7 +1,5 @@
 use anyhow::{Context, Result};
-use ponder_engine::{
-    Channel, Engine, EngineConfig, Event, GenerateRequest, LoadOptions, Message, Priority, SamplingParams,
-};
+use ponder_engine::{Channel, Engine, EngineConfig, Event, GenerateRequest, LoadOptions, Message, Priority, SamplingParams};
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 

@@ -42,8 +42,7 @@ pub fn run(cmd: Cmd, model: Option<PathBuf>) -> Result<()> {
         }
         Cmd::Pull => {
             let bar = ProgressBar::new(0).with_style(
-                ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}")
-                    .expect("valid template"),
+                ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}").expect("valid template"),
             );
             let path = download::download_default_model(Bar(bar))?;
             println!("{}", path.display());

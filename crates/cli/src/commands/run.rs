@@ -3,8 +3,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use ponder_engine::{Engine, EngineConfig, LoadOptions};
 use ponder_jobs::backend::{Backend, LocalBackend};
 use ponder_jobs::remote::{RemoteBackend, RemoteConfig};
-use ponder_jobs::runner::{run_job, JobControl, JobEvent};
 use ponder_jobs::report::{self, ExportFormat};
+use ponder_jobs::runner::{run_job, JobControl, JobEvent};
 use ponder_jobs::{JobOptions, JobState, Store};
 use std::path::PathBuf;
 
@@ -91,10 +91,8 @@ pub fn run(args: Args, model: Option<PathBuf>, _threads: usize, interrupted: Job
     let mut store = Store::open(&db)?;
     let abs = std::fs::canonicalize(&args.file)?;
     let source = format!("{}#{}", abs.display(), fingerprint(&std::fs::read(&args.file)?));
-    let existing = store
-        .jobs()?
-        .into_iter()
-        .find(|j| j.source == source && store.options(j.id).map(|o| o == opts).unwrap_or(false));
+    let existing =
+        store.jobs()?.into_iter().find(|j| j.source == source && store.options(j.id).map(|o| o == opts).unwrap_or(false));
     let job = match existing {
         Some(j) if j.state != JobState::Done => {
             eprintln!("resuming job {} ({}/{} samples done)", j.id, j.samples_done, j.samples_total);
@@ -132,9 +130,8 @@ pub fn run(args: Args, model: Option<PathBuf>, _threads: usize, interrupted: Job
             }
         };
         let summary = store.job(job)?;
-        let bar = ProgressBar::new(summary.samples_total as u64).with_style(
-            ProgressStyle::with_template("{bar:40} {pos}/{len} samples  {msg}").expect("valid template"),
-        );
+        let bar = ProgressBar::new(summary.samples_total as u64)
+            .with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} samples  {msg}").expect("valid template"));
         bar.set_position(summary.samples_done as u64);
         state = run_job(&store, job, backend.as_ref(), &interrupted, |ev| match ev {
             JobEvent::Progress(p) => {

@@ -66,9 +66,7 @@ impl Engine {
         }
         let per_token = model.config().kv_bytes_per_token() as u64;
         let context_length = model.config().context_length;
-        let budget_bytes = config
-            .kv_budget_bytes
-            .unwrap_or(config.max_seqs as u64 * 4096.min(context_length as u64) * per_token);
+        let budget_bytes = config.kv_budget_bytes.unwrap_or(config.max_seqs as u64 * 4096.min(context_length as u64) * per_token);
         let kv_budget_tokens = (budget_bytes / per_token).max(1) as usize;
         let shared = Arc::new(Shared {
             tokenizer,
@@ -83,10 +81,8 @@ impl Engine {
         let (tx, rx) = crossbeam_channel::unbounded();
         let limits = Limits { max_seqs: config.max_seqs, kv_budget_tokens, max_step_tokens: config.max_step_tokens };
         let worker = Worker { model, shared: shared.clone(), rx, sched: Scheduler::new(limits), close, rate: Default::default() };
-        let thread = std::thread::Builder::new()
-            .name("ponder-engine".into())
-            .spawn(move || worker.run())
-            .map_err(EngineError::Thread)?;
+        let thread =
+            std::thread::Builder::new().name("ponder-engine".into()).spawn(move || worker.run()).map_err(EngineError::Thread)?;
         Ok(Self { tx, shared, next_id: AtomicU64::new(1), thread: Some(thread) })
     }
 
@@ -103,7 +99,8 @@ impl Engine {
     }
 
     pub fn stats(&self) -> EngineStats {
-        let (mut s, at) = self.shared.stats.lock().map(|s| s.clone()).unwrap_or_else(|_| (EngineStats::default(), Instant::now()));
+        let (mut s, at) =
+            self.shared.stats.lock().map(|s| s.clone()).unwrap_or_else(|_| (EngineStats::default(), Instant::now()));
         if at.elapsed() > stats::STALE_AFTER {
             s.tokens_per_second = 0.0;
         }

@@ -2,7 +2,7 @@
 //! unpacked once per row group; each activation row has its own accumulators and the same
 //! instruction sequence whatever `R` is, so batching never changes a result.
 
-use super::{scale_min_k4, Q8K, Q4K_BYTES, Q6K_BYTES};
+use super::{scale_min_k4, Q4K_BYTES, Q6K_BYTES, Q8K};
 use std::arch::x86_64::*;
 
 /// The f16 at `p` (unaligned), as f32. Shared by the x86 kernels.

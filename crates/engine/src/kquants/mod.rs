@@ -18,9 +18,9 @@ mod avx512;
 pub mod packed;
 pub mod reference;
 
+use crate::parallel::{self, Disjoint};
 use candle_core::quantized::{GgmlDType, QStorage, QTensor};
 use candle_core::{Device, Tensor};
-use crate::parallel::{self, Disjoint};
 
 /// Which code multiplies K-quant (Q4_K, Q6_K) weights.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -515,7 +515,8 @@ mod tests {
                 let f = Format::from_ggml(format).unwrap();
                 let data = q.data().unwrap().into_owned();
                 let xt = Tensor::from_vec(x.clone(), (m, k), &Device::Cpu).unwrap();
-                let candle = QMatMul::from_qtensor(q).unwrap().forward(&xt).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+                let candle =
+                    QMatMul::from_qtensor(q).unwrap().forward(&xt).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
                 let reference = matmul(Kernel::Reference, f, &data, n, k, &x, m);
                 let err = max_rel(&reference, &candle);
                 assert!(err < 1e-5, "{format:?} m={m} reference vs candle: {err}");

@@ -127,7 +127,11 @@ mod tests {
             assert_eq!(packed.len(), n / ROWS * blocks * packed_bytes(format));
             let row_bytes = blocks * format.block_bytes();
             for row in 0..n {
-                assert_eq!(unpack_row(format, &packed, blocks, row), w[row * row_bytes..(row + 1) * row_bytes], "{format:?} row {row}");
+                assert_eq!(
+                    unpack_row(format, &packed, blocks, row),
+                    w[row * row_bytes..(row + 1) * row_bytes],
+                    "{format:?} row {row}"
+                );
             }
         }
     }

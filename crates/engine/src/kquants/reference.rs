@@ -5,7 +5,7 @@
 //! do not wait on each other), which are added at the end. Every kernel keeps exactly this
 //! sequence, so all of them return the same bits.
 
-use super::{f16_at, scale_min_k4, Q8K, Q4K_BYTES, Q6K_BYTES, QK_K};
+use super::{f16_at, scale_min_k4, Q4K_BYTES, Q6K_BYTES, Q8K, QK_K};
 
 /// Dot product of one Q4_K weight row with one activation row.
 pub fn dot_q4k(w: &[u8], a: &[Q8K]) -> f32 {

@@ -53,7 +53,10 @@ fn from_value(v: &Value, index: usize, line: usize, columns: &mut Columns, warni
                     line,
                 }),
                 None => {
-                    warnings.push(Warning { line, message: "no question field (question, problem, prompt, 题目…); skipped".into() });
+                    warnings
+                        .push(Warning {
+                            line, message: "no question field (question, problem, prompt, 题目…); skipped".into()
+                        });
                     None
                 }
             }
@@ -73,11 +76,8 @@ pub(crate) fn problems(
 ) -> Result<(Vec<Problem>, Columns), ReadError> {
     let mut columns = Columns::default();
     let mut out = Vec::new();
-    let parse_err = |line: usize, e: serde_json::Error| ReadError::Parse {
-        path: path.into(),
-        line,
-        message: format!("invalid JSON: {e}"),
-    };
+    let parse_err =
+        |line: usize, e: serde_json::Error| ReadError::Parse { path: path.into(), line, message: format!("invalid JSON: {e}") };
     if lines {
         for (i, l) in text.lines().enumerate() {
             if l.trim().is_empty() {
@@ -91,10 +91,11 @@ pub(crate) fn problems(
         let v: Value = serde_json::from_str(text).map_err(|e| parse_err(e.line(), e))?;
         let items = match &v {
             Value::Array(a) => a.clone(),
-            Value::Object(o) => o
-                .values()
-                .find_map(|x| x.as_array().cloned())
-                .ok_or_else(|| ReadError::Parse { path: path.into(), line: 1, message: "expected an array of problems".into() })?,
+            Value::Object(o) => o.values().find_map(|x| x.as_array().cloned()).ok_or_else(|| ReadError::Parse {
+                path: path.into(),
+                line: 1,
+                message: "expected an array of problems".into(),
+            })?,
             _ => return Err(ReadError::Parse { path: path.into(), line: 1, message: "expected an array of problems".into() }),
         };
         // JSON has no useful line per element once parsed: use the element's position.

@@ -63,7 +63,15 @@ pub fn read_bytes(path: &Path, bytes: &[u8], limits: &Limits) -> Result<Preview,
             let (text, enc) = decode(bytes);
             let rows = match format {
                 Format::Text | Format::Markdown => {
-                    return finish(path, format, enc, text::problems(&text, format == Format::Markdown), Columns::default(), warnings, limits)
+                    return finish(
+                        path,
+                        format,
+                        enc,
+                        text::problems(&text, format == Format::Markdown),
+                        Columns::default(),
+                        warnings,
+                        limits,
+                    )
                 }
                 Format::Csv => table::delimited_rows(path, &text, b',')?,
                 Format::Tsv => table::delimited_rows(path, &text, b'\t')?,

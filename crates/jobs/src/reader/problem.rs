@@ -55,7 +55,8 @@ pub enum ReadError {
 pub(crate) fn role_of_header(h: &str) -> Option<Role> {
     let h = h.trim().trim_start_matches('\u{feff}').to_lowercase();
     const Q: &[&str] = &["question", "questions", "problem", "problems", "prompt", "q", "query", "题目", "问题", "题干", "试题"];
-    const K: &[&str] = &["answer", "answers", "key", "expected", "expected answer", "gold", "a", "答案", "参考答案", "标准答案", "正确答案"];
+    const K: &[&str] =
+        &["answer", "answers", "key", "expected", "expected answer", "gold", "a", "答案", "参考答案", "标准答案", "正确答案"];
     const I: &[&str] = &["id", "no", "no.", "number", "#", "编号", "序号", "题号"];
     if Q.contains(&h.as_str()) {
         Some(Role::Question)

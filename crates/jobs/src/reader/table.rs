@@ -25,17 +25,12 @@ pub(crate) fn delimited_rows(path: &Path, text: &str, delim: u8) -> Result<Vec<R
 pub(crate) fn xlsx_rows(path: &Path, bytes: &[u8]) -> Result<Vec<Row>, ReadError> {
     use calamine::{Reader, Xlsx};
     let bad = |message: String| ReadError::Parse { path: path.into(), line: 0, message };
-    let mut wb: Xlsx<_> = Xlsx::new(std::io::Cursor::new(bytes)).map_err(|e| bad(format!("not a readable .xlsx workbook: {e}")))?;
-    let range = wb
-        .worksheet_range_at(0)
-        .ok_or_else(|| bad("the workbook has no sheets".into()))?
-        .map_err(|e| bad(e.to_string()))?;
+    let mut wb: Xlsx<_> =
+        Xlsx::new(std::io::Cursor::new(bytes)).map_err(|e| bad(format!("not a readable .xlsx workbook: {e}")))?;
+    let range =
+        wb.worksheet_range_at(0).ok_or_else(|| bad("the workbook has no sheets".into()))?.map_err(|e| bad(e.to_string()))?;
     let first_row = range.start().map_or(0, |(r, _)| r as usize);
-    Ok(range
-        .rows()
-        .enumerate()
-        .map(|(i, r)| (first_row + i + 1, r.iter().map(cell_text).collect()))
-        .collect())
+    Ok(range.rows().enumerate().map(|(i, r)| (first_row + i + 1, r.iter().map(cell_text).collect())).collect())
 }
 
 fn cell_text(c: &calamine::Data) -> String {

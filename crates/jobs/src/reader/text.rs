@@ -87,16 +87,9 @@ pub fn problems(text: &str, markdown: bool) -> Vec<Problem> {
     } else {
         // Blocks when blank lines separate groups and at least half the groups span several
         // lines; otherwise a stray blank line in a one-per-line file changes nothing.
-        let groups: Vec<usize> = lines
-            .split(|(_, l)| l.trim().is_empty())
-            .map(|g| g.len())
-            .filter(|n| *n > 0)
-            .collect();
+        let groups: Vec<usize> = lines.split(|(_, l)| l.trim().is_empty()).map(|g| g.len()).filter(|n| *n > 0).collect();
         // A group whose every line ends like a question ("?", "？") is several questions.
-        let all_questions = lines
-            .iter()
-            .filter(|(_, l)| !l.trim().is_empty())
-            .all(|(_, l)| l.trim_end().ends_with(['?', '？']));
+        let all_questions = lines.iter().filter(|(_, l)| !l.trim().is_empty()).all(|(_, l)| l.trim_end().ends_with(['?', '？']));
         let blocks = !all_questions && groups.len() >= 2 && groups.iter().filter(|n| **n > 1).count() * 2 >= groups.len();
         let mut current: Option<Item> = None;
         for (n, l) in &lines {

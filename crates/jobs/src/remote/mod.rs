@@ -18,8 +18,8 @@ use ponder_engine::stream::{ThinkSplitter, THINK_CLOSE, THINK_OPEN};
 use ponder_engine::{Channel, Event, FinishReason, GenerateRequest, Prompt, Role, Usage};
 use ponder_openai::{ChatChunk, ChatMessage, ChatRequest, ModelList, Stop};
 use std::io::{BufRead, BufReader};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -77,10 +77,7 @@ impl RemoteBackend {
     /// Checks the server, the key and the model (`GET /models`) before any work is sent.
     pub fn connect(mut config: RemoteConfig) -> Result<Self, RemoteError> {
         config.base_url = config.base_url.trim_end_matches('/').to_string();
-        let agent = ureq::AgentBuilder::new()
-            .timeout_connect(config.connect_timeout)
-            .timeout_read(config.idle_timeout)
-            .build();
+        let agent = ureq::AgentBuilder::new().timeout_connect(config.connect_timeout).timeout_read(config.idle_timeout).build();
         let shared = Shared { model: String::new(), agent, circuit: Circuit::default(), config };
         let ids = shared.models()?;
         let model = match &shared.config.model {
@@ -412,10 +409,7 @@ impl Request {
             }
             Err(e) => return Err(Failure::Transient { why: format!("{url}: {}", transport_detail(&e)), retry_after: None }),
         };
-        let _ = self.tx.send(Next::Event(Event::Started {
-            prompt_tokens: 0,
-            queue_wait: self.started.elapsed(),
-        }));
+        let _ = self.tx.send(Next::Event(Event::Started { prompt_tokens: 0, queue_wait: self.started.elapsed() }));
         let mut samples: Vec<SampleStream> = self.pending.iter().map(|&i| SampleStream::new(i)).collect();
         let reader = BufReader::new(response.into_reader());
         let mut done = false;
@@ -542,7 +536,11 @@ impl SampleStream {
             Split::Streaming(s) => s.finish(),
             Split::Undecided(held) => {
                 let t = std::mem::take(held).trim().to_string();
-                if t.is_empty() { Vec::new() } else { vec![(Channel::Answer, t)] }
+                if t.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![(Channel::Answer, t)]
+                }
             }
         };
         for (channel, t) in rest {
@@ -596,9 +594,15 @@ mod tests {
         let think = |t: &str| (Channel::Thinking, t.to_string());
         let answer = |t: &str| (Channel::Answer, t.to_string());
         // An explicit opening tag, split across deltas.
-        assert_eq!(collect(&mut SampleStream::new(0), &["<thi", "nk>hmm", " ok</th", "ink>\n\n**4**"]), vec![think("hmm ok"), answer("**4**")]);
+        assert_eq!(
+            collect(&mut SampleStream::new(0), &["<thi", "nk>hmm", " ok</th", "ink>\n\n**4**"]),
+            vec![think("hmm ok"), answer("**4**")]
+        );
         // R1 behind a template that opened the thought: only the closing tag shows.
-        assert_eq!(collect(&mut SampleStream::new(0), &["Two and ", "two.\n</think>\n\n", "4"]), vec![think("Two and two.\n"), answer("4")]);
+        assert_eq!(
+            collect(&mut SampleStream::new(0), &["Two and ", "two.\n</think>\n\n", "4"]),
+            vec![think("Two and two.\n"), answer("4")]
+        );
         // A model that does not think at all.
         assert_eq!(collect(&mut SampleStream::new(0), &["The answer ", "is 4."]), vec![answer("The answer is 4.")]);
     }

@@ -16,10 +16,18 @@ use store::{ChatMessage, ChatStore, ReplyStats, Role};
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum ChatEvent {
     /// The engine started reading the conversation.
-    Started { prompt_tokens: usize },
-    Delta { channel: Channel, text: String },
+    Started {
+        prompt_tokens: usize,
+    },
+    Delta {
+        channel: Channel,
+        text: String,
+    },
     /// The reply as saved, with why it ended (and the error, if it failed).
-    Finished { message: ChatMessage, error: Option<String> },
+    Finished {
+        message: ChatMessage,
+        error: Option<String>,
+    },
 }
 
 /// Where a reply's events go; the Tauri channel in the app, a vector in tests.
@@ -218,7 +226,8 @@ impl ChatState {
                     }
                 }
                 Event::Finished { reason, usage, error, .. } => {
-                    let thinking_seconds = thinking_started.map(|s| thinking_ended.unwrap_or_else(Instant::now).duration_since(s).as_secs_f64());
+                    let thinking_seconds =
+                        thinking_started.map(|s| thinking_ended.unwrap_or_else(Instant::now).duration_since(s).as_secs_f64());
                     let stats = ReplyStats {
                         time_to_first_token_s: usage.time_to_first_token.map(|d| d.as_secs_f64()),
                         tokens_per_second: usage.tokens_per_second,
@@ -288,7 +297,14 @@ mod tests {
     fn a_reply_streams_thinking_then_answer_is_saved_and_can_be_stopped() {
         ponder_testkit::threads();
         let dir = tempfile::tempdir().unwrap();
-        let settings = Settings { thinking_budget: Some(12), max_tokens: 40, temperature: 0.0, max_sequences: 2, context_size: 2048, ..Settings::default() };
+        let settings = Settings {
+            thinking_budget: Some(12),
+            max_tokens: 40,
+            temperature: 0.0,
+            max_sequences: 2,
+            context_size: 2048,
+            ..Settings::default()
+        };
         let engine = Arc::new(EngineState::default());
         engine.load(r1_model(), &settings);
         let chat = Arc::new(ChatState::new(ChatStore::open(&dir.path().join("chat.sqlite")).unwrap()));
@@ -306,10 +322,18 @@ mod tests {
         assert_eq!(error, None);
         assert!(matches!(events[0], ChatEvent::Started { prompt_tokens } if prompt_tokens > 5));
         let text = |want: Channel| -> String {
-            events.iter().filter_map(|e| match e { ChatEvent::Delta { channel, text } if *channel == want => Some(text.as_str()), _ => None }).collect()
+            events
+                .iter()
+                .filter_map(|e| match e {
+                    ChatEvent::Delta { channel, text } if *channel == want => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect()
         };
-        let first_answer = events.iter().position(|e| matches!(e, ChatEvent::Delta { channel: Channel::Answer, .. })).expect("an answer");
-        let last_thinking = events.iter().rposition(|e| matches!(e, ChatEvent::Delta { channel: Channel::Thinking, .. })).expect("thinking");
+        let first_answer =
+            events.iter().position(|e| matches!(e, ChatEvent::Delta { channel: Channel::Answer, .. })).expect("an answer");
+        let last_thinking =
+            events.iter().rposition(|e| matches!(e, ChatEvent::Delta { channel: Channel::Thinking, .. })).expect("thinking");
         assert!(last_thinking < first_answer, "thinking comes first");
         assert_eq!(saved.id, reply.id);
         assert_eq!(saved.thinking, text(Channel::Thinking));

@@ -168,7 +168,14 @@ impl ChatStore {
     }
 
     /// Saves a reply's text so far; with a finish reason it is complete.
-    pub fn save_reply(&self, id: i64, content: &str, thinking: &str, finish_reason: Option<&str>, stats: Option<&ReplyStats>) -> Result<()> {
+    pub fn save_reply(
+        &self,
+        id: i64,
+        content: &str,
+        thinking: &str,
+        finish_reason: Option<&str>,
+        stats: Option<&ReplyStats>,
+    ) -> Result<()> {
         let stats = stats.map(|s| serde_json::to_string(s).expect("stats serialise"));
         self.db.execute(
             "UPDATE messages SET content = ?2, thinking = ?3, finish_reason = ?4, stats = ?5 WHERE id = ?1",
@@ -193,7 +200,10 @@ impl ChatStore {
 
     /// Replies the app was writing when it last stopped are marked as interrupted, not lost.
     pub fn mark_interrupted(&self) -> Result<usize> {
-        Ok(self.db.execute("UPDATE messages SET finish_reason = 'interrupted' WHERE role = 'assistant' AND finish_reason IS NULL", [])?)
+        Ok(self.db.execute(
+            "UPDATE messages SET finish_reason = 'interrupted' WHERE role = 'assistant' AND finish_reason IS NULL",
+            [],
+        )?)
     }
 }
 

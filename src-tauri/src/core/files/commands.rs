@@ -33,7 +33,13 @@ pub fn pick_model(app: AppHandle, grants: State<'_, FileGrants>, folder: bool, t
 
 /// Where to save an export.
 #[tauri::command(async)]
-pub fn pick_save_path(app: AppHandle, grants: State<'_, FileGrants>, title: String, file_name: String, extension: String) -> Option<String> {
+pub fn pick_save_path(
+    app: AppHandle,
+    grants: State<'_, FileGrants>,
+    title: String,
+    file_name: String,
+    extension: String,
+) -> Option<String> {
     let picked = app
         .dialog()
         .file()

@@ -1,8 +1,8 @@
 //! The batch jobs' Tauri commands: thin calls into [`JobsState`].
 use super::{ExportFormat, FilePreview, JobTable, JobUiEvent, JobsState, Target};
+use crate::core::engine::EngineState;
 use crate::core::files::FileGrants;
 use crate::core::remote::RemoteState;
-use crate::core::engine::EngineState;
 use crate::core::settings::SettingsState;
 use ponder_jobs::store::{JobSummary, SampleRow};
 use ponder_jobs::{JobId, JobOptions};
@@ -18,7 +18,12 @@ pub fn preview_file(grants: State<'_, FileGrants>, path: String) -> Result<FileP
 }
 
 #[tauri::command(async)]
-pub fn create_job(jobs: Jobs<'_>, grants: State<'_, FileGrants>, path: String, options: JobOptions) -> Result<JobSummary, String> {
+pub fn create_job(
+    jobs: Jobs<'_>,
+    grants: State<'_, FileGrants>,
+    path: String,
+    options: JobOptions,
+) -> Result<JobSummary, String> {
     jobs.create(&grants.check(&path)?, &options)
 }
 
@@ -80,6 +85,12 @@ pub fn delete_job(jobs: Jobs<'_>, id: JobId) -> Result<(), String> {
 }
 
 #[tauri::command(async)]
-pub fn export_job(jobs: Jobs<'_>, grants: State<'_, FileGrants>, id: JobId, format: ExportFormat, path: String) -> Result<(), String> {
+pub fn export_job(
+    jobs: Jobs<'_>,
+    grants: State<'_, FileGrants>,
+    id: JobId,
+    format: ExportFormat,
+    path: String,
+) -> Result<(), String> {
     jobs.export(id, format, &grants.check(&path)?)
 }

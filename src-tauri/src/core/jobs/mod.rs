@@ -158,7 +158,8 @@ impl JobsState {
         );
         let counts = report::counts(&problems);
         let report_order = report::report_order(&problems);
-        let export_names = [ExportFormat::Csv, ExportFormat::Jsonl, ExportFormat::Markdown].map(|f| (f, f.file_name(&summary.name))).into();
+        let export_names =
+            [ExportFormat::Csv, ExportFormat::Jsonl, ExportFormat::Markdown].map(|f| (f, f.file_name(&summary.name))).into();
         Ok(JobTable { summary, options, problems, counts, report_order, export_names })
     }
 
@@ -332,12 +333,19 @@ mod tests {
         let mut seen = Vec::new();
         assert_eq!(state_of(&rx, &mut seen), (JobState::Done, None));
         assert_eq!(state_of(&rx2, &mut Vec::new()).0, JobState::Done);
-        let progress: Vec<_> = seen.iter().filter_map(|e| match e { JobUiEvent::Run(JobEvent::Progress(p)) => Some(p.done), _ => None }).collect();
+        let progress: Vec<_> = seen
+            .iter()
+            .filter_map(|e| match e {
+                JobUiEvent::Run(JobEvent::Progress(p)) => Some(p.done),
+                _ => None,
+            })
+            .collect();
         assert_eq!(progress.last(), Some(&6));
         // What the window receives: flat objects tagged by `event`.
         let wire = serde_json::to_value(JobUiEvent::State(Stopped { state: JobState::Done, error: None })).unwrap();
         assert_eq!(wire, serde_json::json!({"event": "state", "state": "done", "error": null}));
-        let wire = serde_json::to_value(seen.iter().find(|e| matches!(e, JobUiEvent::Run(JobEvent::Progress(_)))).unwrap()).unwrap();
+        let wire =
+            serde_json::to_value(seen.iter().find(|e| matches!(e, JobUiEvent::Run(JobEvent::Progress(_)))).unwrap()).unwrap();
         assert_eq!(wire["event"], "progress");
         assert!(wire["done"].is_u64());
 

@@ -66,7 +66,11 @@ pub fn download_default_model(
             }
             self.last_sent = Some(Instant::now());
             let speed = self.done as f64 / self.since.elapsed().as_secs_f64().max(1e-3);
-            let _ = self.channel.send(DownloadEvent::Progress { downloaded_bytes: self.done, total_bytes: self.total, bytes_per_second: speed });
+            let _ = self.channel.send(DownloadEvent::Progress {
+                downloaded_bytes: self.done,
+                total_bytes: self.total,
+                bytes_per_second: speed,
+            });
         }
         fn finish(&mut self) {}
     }

@@ -88,7 +88,8 @@ pub mod tests {
     #[test]
     fn the_key_comes_from_the_store_and_the_address_from_the_settings() {
         let remote = RemoteState { secrets: Box::new(MemoryStore::default()) };
-        let settings = Settings { remote_url: Some(" http://gpu:8000/v1 ".into()), remote_model: Some(" ".into()), ..Settings::default() };
+        let settings =
+            Settings { remote_url: Some(" http://gpu:8000/v1 ".into()), remote_model: Some(" ".into()), ..Settings::default() };
         remote.set_key(Some("  sk-123  ")).unwrap();
         let c = remote.config(&settings).unwrap().unwrap();
         assert_eq!((c.base_url.as_str(), c.model, c.api_key.as_deref()), ("http://gpu:8000/v1", None, Some("sk-123")));

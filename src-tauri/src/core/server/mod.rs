@@ -12,9 +12,17 @@ use std::sync::{Arc, Mutex};
 pub enum ServerStatus {
     #[default]
     Off,
-    Starting { port: u16 },
-    On { port: u16, url: String },
-    Failed { port: u16, error: String },
+    Starting {
+        port: u16,
+    },
+    On {
+        port: u16,
+        url: String,
+    },
+    Failed {
+        port: u16,
+        error: String,
+    },
 }
 
 impl ServerStatus {

@@ -127,9 +127,7 @@ impl SettingsState {
         let file = self.paths.settings_file();
         let tmp = file.with_extension("json.tmp");
         let text = serde_json::to_string_pretty(&settings).map_err(|e| e.to_string())?;
-        std::fs::write(&tmp, text)
-            .and_then(|_| std::fs::rename(&tmp, &file))
-            .map_err(|e| format!("{}: {e}", file.display()))?;
+        std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, &file)).map_err(|e| format!("{}: {e}", file.display()))?;
         *self.current.lock().unwrap() = settings.clone();
         Ok(settings)
     }
