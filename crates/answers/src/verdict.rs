@@ -57,7 +57,7 @@ pub fn judge(key: Option<&str>, answers: &[Option<String>]) -> Judgement {
         }
     }
     // Largest first; ties keep the order answers first appeared.
-    classes.sort_by(|a, b| b.samples.len().cmp(&a.samples.len()));
+    classes.sort_by_key(|c| std::cmp::Reverse(c.samples.len()));
     let n = answers.len().max(1);
     let top = classes.first().map_or(0, |c| c.samples.len());
     let runner_up = classes.get(1).map_or(0, |c| c.samples.len());

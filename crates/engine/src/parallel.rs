@@ -25,8 +25,11 @@ impl<'a> Disjoint<'a> {
     /// No other task uses any part of `range` while the slice lives.
     #[allow(clippy::mut_from_ref)]
     pub unsafe fn slice(&self, range: Range<usize>) -> &mut [f32] {
-        assert!(range.start <= range.end && range.end <= self.len);
-        std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.len())
+        // SAFETY: the range is checked to lie inside the buffer, which lives for `'a`, and the caller guarantees no other task uses it while the slice lives.
+        unsafe {
+            assert!(range.start <= range.end && range.end <= self.len);
+            std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.len())
+        }
     }
 }
 

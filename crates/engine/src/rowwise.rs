@@ -60,7 +60,7 @@ pub fn silu_mul(gate: &Tensor, up: &Tensor) -> Result<Tensor> {
     let n = shape.elem_count();
     let mut out = vec![0f32; n];
     // Rows of 1024 values: the split only chooses who computes what.
-    let width = if n % 1024 == 0 { 1024 } else { n.max(1) };
+    let width = if n.is_multiple_of(1024) { 1024 } else { n.max(1) };
     with_values(gate, |g| {
         with_values(up, |u| {
             fill_rows(&mut out, width, |i, row| {

@@ -184,11 +184,7 @@ impl Scheduler {
             return;
         }
         // 2. Paused work resumes, oldest first, before new batch work starts.
-        loop {
-            let Some(i) = (0..self.seqs.len()).filter(|&i| self.seqs[i].paused).min_by_key(|&i| self.seqs[i].ctx.admitted_seq)
-            else {
-                break;
-            };
+        while let Some(i) = (0..self.seqs.len()).filter(|&i| self.seqs[i].paused).min_by_key(|&i| self.seqs[i].ctx.admitted_seq) {
             let s = &self.seqs[i];
             let extra_kv = if s.cache.is_none() { s.tokens.len() * s.slots() } else { 0 };
             if self.running_slots() + s.slots() > max || self.kv_used() + extra_kv > budget {

@@ -209,7 +209,7 @@ impl Seq {
                     }
                 }
                 if self.tokens.len() >= context {
-                    return self.finish(FinishReason::Length, None);
+                    self.finish(FinishReason::Length, None)
                 }
             }
         }

@@ -112,7 +112,7 @@ fn interactive_pauses_batch_work_and_paused_work_resumes_whole() {
 
     let mut batch: Vec<_> = QUESTIONS[1..3].iter().map(|q| e.submit(greedy(q, 40, Priority::Batch)).unwrap()).collect();
     // Both batch sequences are decoding when a chat request arrives with every slot taken.
-    let mut texts = vec![String::new(), String::new()];
+    let mut texts = [String::new(), String::new()];
     for (i, b) in batch.iter_mut().enumerate() {
         loop {
             if let Event::Delta { text, .. } = b.recv().unwrap() {

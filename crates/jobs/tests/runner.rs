@@ -55,7 +55,7 @@ fn pause_resume_and_cancel() {
     assert_eq!(state, JobState::Paused);
     assert_eq!(store.job(job).unwrap().state, JobState::Paused);
     let done_at_pause = store.samples(job).unwrap().len();
-    assert!(done_at_pause >= 1 && done_at_pause < 10, "{done_at_pause}");
+    assert!((1..10).contains(&done_at_pause), "{done_at_pause}");
     assert_eq!(progress[0].total, 10);
     assert_eq!(progress[0].done, 1);
 

@@ -109,7 +109,8 @@ fn content_text(v: &Value) -> Result<String, ApiError> {
         Value::Null => Ok(String::new()),
         Value::Array(parts) => Ok(parts
             .iter()
-            .filter_map(|p| (p["type"] == "text").then(|| p["text"].as_str().unwrap_or_default().to_string()))
+            .filter(|&p| p["type"] == "text")
+            .map(|p| p["text"].as_str().unwrap_or_default().to_string())
             .collect::<Vec<_>>()
             .join("")),
         _ => Err(ApiError::bad_request("message content must be a string or an array of text parts", Some("messages"))),

@@ -65,7 +65,7 @@ pub fn run(args: Args, model: Option<PathBuf>, _threads: usize) -> Result<()> {
             Event::Delta { channel: Channel::Thinking, text, .. } => {
                 if !args.no_think {
                     if last != Some(Channel::Thinking) {
-                        write!(out, "{dim}Thinking:\n")?;
+                        writeln!(out, "{dim}Thinking:")?;
                     }
                     write!(out, "{dim}{text}{reset}")?;
                 }

@@ -172,7 +172,7 @@ impl Kernel {
     pub fn dot_rows(self, format: Format, w: &[u8], acts: &[&[Q8K]], out: &mut [f32]) {
         assert!(acts.len() <= Self::MAX_ROWS && acts.len() == out.len());
         let blocks = w.len() / format.block_bytes();
-        assert!(acts.iter().all(|a| a.len() >= blocks) && w.len() % format.block_bytes() == 0);
+        assert!(acts.iter().all(|a| a.len() >= blocks) && w.len().is_multiple_of(format.block_bytes()));
         match self {
             Kernel::Reference => {
                 for (a, o) in acts.iter().zip(out.iter_mut()) {
@@ -328,7 +328,7 @@ pub fn matmul(kernel: Kernel, format: Format, w: &[u8], n: usize, k: usize, xs: 
     assert_eq!(w.len(), n * row_bytes, "weight bytes do not match {n}×{k}");
     assert_eq!(xs.len(), m * k);
     #[cfg(target_arch = "x86_64")]
-    if kernel == Kernel::Avx512 && n % packed::ROWS == 0 {
+    if kernel == Kernel::Avx512 && n.is_multiple_of(packed::ROWS) {
         let w = packed::pack(format, w, n, blocks);
         return matmul_packed(&[Part { format, w: &w, n }], k, xs, m).remove(0);
     }
@@ -439,9 +439,12 @@ impl<'a> Columns<'a> {
     /// # Safety
     /// No other thread writes these columns while this task runs.
     unsafe fn set(&self, row: usize, col: usize, vs: &[f32]) {
-        assert!(col + vs.len() <= self.n);
-        let at = row * self.n + col;
-        self.out.slice(at..at + vs.len()).copy_from_slice(vs);
+        // SAFETY: the caller guarantees that no other task writes these columns; the range is checked against the buffer by `slice`.
+        unsafe {
+            assert!(col + vs.len() <= self.n);
+            let at = row * self.n + col;
+            self.out.slice(at..at + vs.len()).copy_from_slice(vs);
+        }
     }
 }
 

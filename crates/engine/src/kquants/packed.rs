@@ -31,7 +31,7 @@ pub fn packed_bytes(format: Format) -> usize {
 /// The `(n, k)` matrix `w` (GGUF blocks, row-major) in the packed layout; `n` must be a
 /// multiple of [`ROWS`]. Groups of sixteen rows follow each other, each with its super-blocks in order.
 pub fn pack(format: Format, w: &[u8], n: usize, blocks: usize) -> Vec<u8> {
-    assert!(n % ROWS == 0 && w.len() == n * blocks * format.block_bytes());
+    assert!(n.is_multiple_of(ROWS) && w.len() == n * blocks * format.block_bytes());
     let (src, dst) = (format.block_bytes(), packed_bytes(format));
     let mut out = vec![0u8; n / ROWS * blocks * dst];
     for (gi, group) in out.chunks_exact_mut(blocks * dst).enumerate() {
