@@ -5,7 +5,7 @@ CARGO ?= cargo
 export PONDER_TEST_MODELS ?= $(HOME)/.cache/ponder/test-models
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: run test setup setup-run ui app build lint test-rust test-ui test-browser test-e2e fuzz bench clean
+.PHONY: run test setup setup-run ui app build bindings lint test-rust test-ui test-browser test-e2e fuzz bench clean
 
 run: setup-run build
 	$(TARGET_DIR)/release/ponder-app
@@ -33,6 +33,11 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	python3 scripts/check-module-cycles.py
+
+# The window's TypeScript types (ui/src/lib/bindings.ts), generated from the Rust types; a test
+# in test-rust fails while the file is stale.
+bindings:
+	PONDER_WRITE_BINDINGS=1 $(CARGO) test --release -p ponder-app --lib bindings
 
 # Inside a D-Bus session with a keyring of its own (the app's key storage is tested for real).
 test-rust:

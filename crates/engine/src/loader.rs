@@ -14,6 +14,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 /// What the UI shows about a loaded model.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ModelInfo {
     pub name: String,

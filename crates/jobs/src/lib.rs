@@ -9,5 +9,6 @@ pub mod report;
 pub mod runner;
 pub mod store;
 
+pub use ponder_answers::Verdict;
 pub use reader::{read_file, Limits, Preview, Problem};
 pub use store::{JobId, JobOptions, JobState, Store};

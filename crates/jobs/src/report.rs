@@ -142,7 +142,8 @@ pub fn to_csv(rows: &[Row]) -> String {
 }
 
 /// The forms a job's results are written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ExportFormat {
     /// One row per problem, for a spreadsheet.
@@ -231,6 +232,7 @@ pub fn to_markdown(title: &str, rows: &[Row]) -> String {
 
 /// Where one problem of a job stands, for a live table: its answers so far and, once all its
 /// samples are in, the verdict.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ProblemStatus {
     pub idx: usize,
@@ -249,6 +251,7 @@ pub struct ProblemStatus {
 }
 
 /// Problems by verdict, for the report's summary and chart.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct VerdictCounts {
     pub confirmed: usize,

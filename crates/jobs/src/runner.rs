@@ -63,6 +63,8 @@ impl JobControl {
     }
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename = "JobRunEvent"))]
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum JobEvent {
@@ -92,6 +94,8 @@ pub enum JobEvent {
     },
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename = "JobProgress"))]
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Progress {
     pub done: usize,

@@ -1,3 +1,5 @@
+#[cfg(test)]
+mod bindings;
 pub mod chat;
 pub mod engine;
 pub mod files;

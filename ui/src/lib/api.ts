@@ -1,22 +1,11 @@
 // The one place the UI talks to Rust. Components call these functions, never `invoke` directly,
-// so tests can mock the IPC at a single seam.
+// so tests can mock the IPC at a single seam. The types are generated from Rust's
+// (`bindings.ts`, `make bindings`), never written here.
 import { Channel, invoke } from '@tauri-apps/api/core';
+import type { ChatEvent, ChatMessage, Conversation, DownloadEvent, EngineStatus, ExportFormat, FilePreview, JobOptions,
+  JobSummary, JobTable, JobUiEvent, ModelStatus, SampleRow, Sent, ServerStatus, Settings, RunOn } from './bindings';
 
-export interface ModelInfo {
-  name: string;
-  path: string;
-  architecture: string;
-  quantization: string;
-  file_size: number;
-  context_length: number;
-  parameters: number;
-  reasoning: boolean;
-}
-
-export type ModelStatus =
-  | { state: 'missing'; default_model: string }
-  | { state: 'invalid'; path: string; error: string; default_model: string }
-  | { state: 'ready'; info: ModelInfo };
+export type * from './bindings';
 
 export function modelStatus(): Promise<ModelStatus> {
   return invoke<ModelStatus>('model_status');
@@ -25,12 +14,6 @@ export function modelStatus(): Promise<ModelStatus> {
 export function openModel(path: string): Promise<ModelStatus> {
   return invoke<ModelStatus>('open_model', { path });
 }
-
-export type DownloadEvent =
-  | { event: 'started'; total_bytes: number }
-  | { event: 'progress'; downloaded_bytes: number; total_bytes: number; bytes_per_second: number }
-  | { event: 'finished'; path: string }
-  | { event: 'failed'; error: string };
 
 export function downloadDefaultModel(onEvent: (e: DownloadEvent) => void): Promise<ModelStatus> {
   const channel = new Channel<DownloadEvent>();
@@ -53,26 +36,6 @@ export const files = {
 
 // ---- Settings ----
 
-export type Language = 'en' | 'zh-CN';
-export type Theme = 'light' | 'dark' | 'system';
-
-export interface Settings {
-  model_path: string | null;
-  threads: number;
-  max_sequences: number;
-  context_size: number;
-  temperature: number;
-  top_p: number;
-  max_tokens: number;
-  thinking_budget: number | null;
-  server_enabled: boolean;
-  server_port: number;
-  remote_url: string | null;
-  remote_model: string | null;
-  language: Language;
-  theme: Theme;
-}
-
 export function getSettings(): Promise<Settings> {
   return invoke<Settings>('get_settings');
 }
@@ -83,57 +46,11 @@ export function saveSettings(settings: Settings): Promise<Settings> {
 
 // ---- Engine ----
 
-export interface EngineStats {
-  running: number;
-  paused: number;
-  waiting: number;
-  kv_tokens_used: number;
-  kv_tokens_budget: number;
-  tokens_per_second: number;
-  total_generated: number;
-}
-
-export type EngineStatus =
-  | { state: 'empty' }
-  | { state: 'loading'; path: string }
-  | { state: 'ready'; model: ModelInfo; stats: EngineStats }
-  | { state: 'failed'; path: string; error: string };
-
 export function engineStatus(): Promise<EngineStatus> {
   return invoke<EngineStatus>('engine_status');
 }
 
 // ---- Chat ----
-
-export interface Conversation {
-  id: number;
-  title: string;
-  updated_at: number;
-}
-
-export interface ReplyStats {
-  time_to_first_token_s: number | null;
-  tokens_per_second: number;
-  thinking_tokens: number;
-  answer_tokens: number;
-  thinking_seconds: number | null;
-}
-
-export interface ChatMessage {
-  id: number;
-  conversation_id: number;
-  role: 'user' | 'assistant';
-  content: string;
-  thinking: string;
-  /** null while the reply is being written. */
-  finish_reason: string | null;
-  stats: ReplyStats | null;
-}
-
-export type ChatEvent =
-  | { event: 'started'; prompt_tokens: number }
-  | { event: 'delta'; channel: 'thinking' | 'answer'; text: string }
-  | { event: 'finished'; message: ChatMessage; error: string | null };
 
 function chatChannel(onEvent: (e: ChatEvent) => void): Channel<ChatEvent> {
   const channel = new Channel<ChatEvent>();
@@ -148,7 +65,7 @@ export const chat = {
   remove: (id: number) => invoke<void>('delete_conversation', { id }),
   messages: (conversationId: number) => invoke<ChatMessage[]>('get_messages', { conversationId }),
   send: (conversationId: number, content: string, onEvent: (e: ChatEvent) => void) =>
-    invoke<{ question: ChatMessage; reply: ChatMessage }>('send_message', { conversationId, content, onEvent: chatChannel(onEvent) }),
+    invoke<Sent>('send_message', { conversationId, content, onEvent: chatChannel(onEvent) }),
   regenerate: (conversationId: number, onEvent: (e: ChatEvent) => void) =>
     invoke<ChatMessage>('regenerate', { conversationId, onEvent: chatChannel(onEvent) }),
   editAndResend: (messageId: number, content: string, onEvent: (e: ChatEvent) => void) =>
@@ -158,132 +75,11 @@ export const chat = {
 
 // ---- Local API server ----
 
-export type ServerStatus =
-  | { state: 'off' }
-  | { state: 'starting'; port: number }
-  | { state: 'on'; port: number; url: string }
-  | { state: 'failed'; port: number; error: string };
-
 export function serverStatus(): Promise<ServerStatus> {
   return invoke<ServerStatus>('server_status');
 }
 
 // ---- Batch jobs ----
-
-export interface Problem {
-  id: string;
-  question: string;
-  key: string | null;
-  extra: [string, string][];
-  line: number;
-}
-
-export interface FilePreview {
-  path: string;
-  name: string;
-  format: string;
-  encoding: string;
-  problem_count: number;
-  problems: Problem[];
-  has_key: boolean;
-  columns: { question: string | null; key: string | null; id: string | null; extra: string[] };
-  warnings: { line: number; message: string }[];
-  suggested_samples: number;
-}
-
-export interface JobOptions {
-  samples: number;
-  max_tokens: number;
-  thinking_budget: number | null;
-  temperature: number;
-  top_p: number;
-  seed: number | null;
-  math_instruction: boolean;
-}
-
-export type JobState = 'queued' | 'running' | 'paused' | 'cancelled' | 'done';
-export type Verdict = 'confirmed' | 'disputed' | 'unsure' | 'answered';
-
-export interface JobSummary {
-  id: number;
-  name: string;
-  source: string;
-  state: JobState;
-  created_at: number;
-  problems: number;
-  samples_total: number;
-  samples_done: number;
-  has_key: boolean;
-}
-
-export interface ProblemStatus {
-  idx: number;
-  id: string;
-  question: string;
-  key: string | null;
-  line: number;
-  samples_done: number;
-  samples_total: number;
-  answers: (string | null)[];
-  majority: string | null;
-  agreement: number;
-  verdict: Verdict | null;
-}
-
-export interface VerdictCounts {
-  confirmed: number;
-  disputed: number;
-  unsure: number;
-  answered: number;
-  pending: number;
-}
-
-export interface JobTable {
-  summary: JobSummary;
-  options: JobOptions;
-  problems: ProblemStatus[];
-  counts: VerdictCounts;
-  /** The problems' indices in the finished report's order. */
-  report_order: number[];
-  /** The file name to suggest for each export. */
-  export_names: Record<ExportFormat, string>;
-}
-
-export interface SampleRow {
-  problem_idx: number;
-  sample_idx: number;
-  answer: string;
-  thinking: string;
-  extracted: string | null;
-  finish_reason: string;
-  prompt_tokens: number;
-  thinking_tokens: number;
-  answer_tokens: number;
-  ttft_ms: number;
-  duration_ms: number;
-}
-
-export interface JobProgress {
-  done: number;
-  total: number;
-  tokens_per_second: number;
-  eta_seconds: number | null;
-}
-
-export type JobRunEvent =
-  | { event: 'sample'; problem_idx: number; sample_idx: number; extracted: string | null; finish_reason: string }
-  | ({ event: 'progress' } & JobProgress)
-  | { event: 'delta'; problem_idx: number; sample_idx: number; channel: 'thinking' | 'answer'; text: string }
-  | { event: 'restarted'; problem_idx: number; sample_idx: number }
-  | { event: 'waiting'; reason: string | null };
-
-/** Where a job runs. */
-export type RunOn = 'local' | 'remote';
-
-/** A job's events: the runner's, then `state` once it stops. */
-export type JobUiEvent = JobRunEvent | { event: 'state'; state: JobState; error: string | null };
-
-export type ExportFormat = 'csv' | 'jsonl' | 'markdown';
 
 export const jobs = {
   preview: (path: string) => invoke<FilePreview>('preview_file', { path }),

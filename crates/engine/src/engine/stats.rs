@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// A snapshot for status bars and the server's metrics.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct EngineStats {
     pub running: usize,

@@ -6,6 +6,7 @@ use super::format::extensions_list;
 use serde::Serialize;
 use std::path::PathBuf;
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Problem {
     /// From the file's id column, or the problem's position (1-based).
@@ -18,6 +19,7 @@ pub struct Problem {
     pub line: usize,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Warning {
     pub line: usize,
@@ -25,6 +27,7 @@ pub struct Warning {
 }
 
 /// Which columns were used, for the preview.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Columns {
     pub question: Option<String>,

@@ -36,6 +36,7 @@ pub fn get_messages(chat: Chat<'_>, conversation_id: i64) -> Result<Vec<ChatMess
     chat.store.lock().unwrap().messages(conversation_id).map_err(|e| e.to_string())
 }
 
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize)]
 pub struct Sent {
     pub question: ChatMessage,

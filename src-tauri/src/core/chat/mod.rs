@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use store::{ChatMessage, ChatStore, ReplyStats, Role};
 
 /// What the window hears about a reply being written.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum ChatEvent {

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Conversation {
     pub id: i64,
@@ -12,6 +13,7 @@ pub struct Conversation {
     pub updated_at: i64,
 }
 
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
@@ -20,6 +22,7 @@ pub enum Role {
 }
 
 /// Figures shown under a reply.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ReplyStats {
     pub time_to_first_token_s: Option<f64>,
@@ -29,6 +32,7 @@ pub struct ReplyStats {
     pub thinking_seconds: Option<f64>,
 }
 
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ChatMessage {
     pub id: i64,

@@ -16,6 +16,7 @@ enum Slot {
 }
 
 /// What the status bar shows.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum EngineStatus {

@@ -42,6 +42,7 @@ pub fn problem_samples(jobs: Jobs<'_>, id: JobId, problem_idx: usize) -> Result<
     jobs.samples(id, problem_idx)
 }
 
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunOn {

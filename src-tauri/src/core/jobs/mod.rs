@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 
 /// What the window hears about a running job: the runner's own events (`progress`, `sample`,
 /// `delta`), then one `state` event when it stops.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum JobUiEvent {
@@ -25,12 +26,14 @@ pub enum JobUiEvent {
     State(Stopped),
 }
 
-/// The job stopped running: done, paused, cancelled, or failed (`error`).
+/// The job stopped running: done, paused, cancelled, or failed (`error`). One variant, so that it
+/// carries its `"event": "state"` tag beside the run's events.
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "JobStopped"))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "event", rename = "state")]
-pub struct Stopped {
-    pub state: JobState,
-    pub error: Option<String>,
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Stopped {
+    State { state: JobState, error: Option<String> },
 }
 
 /// Where a job's events go; Tauri channels in the app, a vector in tests.
@@ -57,6 +60,7 @@ fn broadcast(listeners: &Listeners, event: JobUiEvent) {
 }
 
 /// A dropped file as the preview shows it.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize)]
 pub struct FilePreview {
     pub path: String,
@@ -74,6 +78,7 @@ pub struct FilePreview {
 }
 
 /// A job as its table shows it.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize)]
 pub struct JobTable {
     pub summary: JobSummary,
@@ -83,7 +88,26 @@ pub struct JobTable {
     /// The problems' indices in the finished report's order (`ponder_jobs::report`).
     pub report_order: Vec<usize>,
     /// The file name to suggest for each export.
-    pub export_names: std::collections::BTreeMap<ExportFormat, String>,
+    pub export_names: ExportNames,
+}
+
+/// The file name to suggest for each export format (`ExportFormat::file_name`).
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize)]
+pub struct ExportNames {
+    pub csv: String,
+    pub jsonl: String,
+    pub markdown: String,
+}
+
+impl ExportNames {
+    fn of(source: &str) -> Self {
+        Self {
+            csv: ExportFormat::Csv.file_name(source),
+            jsonl: ExportFormat::Jsonl.file_name(source),
+            markdown: ExportFormat::Markdown.file_name(source),
+        }
+    }
 }
 
 pub const PREVIEW_PROBLEMS: usize = 5;
@@ -158,8 +182,7 @@ impl JobsState {
         );
         let counts = report::counts(&problems);
         let report_order = report::report_order(&problems);
-        let export_names =
-            [ExportFormat::Csv, ExportFormat::Jsonl, ExportFormat::Markdown].map(|f| (f, f.file_name(&summary.name))).into();
+        let export_names = ExportNames::of(&summary.name);
         Ok(JobTable { summary, options, problems, counts, report_order, export_names })
     }
 
@@ -202,7 +225,7 @@ impl JobsState {
                         (JobState::Paused, Some(e))
                     }
                 };
-                broadcast(&listeners, JobUiEvent::State(Stopped { state, error }));
+                broadcast(&listeners, JobUiEvent::State(Stopped::State { state, error }));
             })
             .map_err(|e| e.to_string())?;
         Ok(())
@@ -279,7 +302,7 @@ mod tests {
     fn state_of(rx: &mpsc::Receiver<JobUiEvent>, seen: &mut Vec<JobUiEvent>) -> (JobState, Option<String>) {
         loop {
             match rx.recv_timeout(Duration::from_secs(300)).expect("the job never stopped") {
-                JobUiEvent::State(Stopped { state, error }) => return (state, error),
+                JobUiEvent::State(Stopped::State { state, error }) => return (state, error),
                 ev => seen.push(ev),
             }
         }
@@ -342,7 +365,7 @@ mod tests {
             .collect();
         assert_eq!(progress.last(), Some(&6));
         // What the window receives: flat objects tagged by `event`.
-        let wire = serde_json::to_value(JobUiEvent::State(Stopped { state: JobState::Done, error: None })).unwrap();
+        let wire = serde_json::to_value(JobUiEvent::State(Stopped::State { state: JobState::Done, error: None })).unwrap();
         assert_eq!(wire, serde_json::json!({"event": "state", "state": "done", "error": null}));
         let wire =
             serde_json::to_value(seen.iter().find(|e| matches!(e, JobUiEvent::Run(JobEvent::Progress(_)))).unwrap()).unwrap();

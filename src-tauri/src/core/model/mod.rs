@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// What the UI needs to decide between the first-run screen and the workbench.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum ModelStatus {
@@ -41,6 +42,7 @@ pub fn status(settings: &Settings) -> ModelStatus {
 }
 
 /// Download progress as the first-run screen shows it.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum DownloadEvent {

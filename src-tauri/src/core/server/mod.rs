@@ -7,6 +7,7 @@ use serde::Serialize;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum ServerStatus {

@@ -1,0 +1,167 @@
+// Generated from Ponder's Rust types by src-tauri/src/core/bindings.rs: run `make bindings`
+// after changing one of them. Do not edit by hand.
+
+export type ModelInfo = { name: string, path: string, architecture: string, 
+/**
+ * The most common weight type, e.g. `Q4K`.
+ */
+quantization: string, file_size: number, context_length: number, parameters: number, reasoning: boolean, };
+
+export type EngineStats = { running: number, paused: number, waiting: number, kv_tokens_used: number, kv_tokens_budget: number, 
+/**
+ * Generated tokens per second over the last few seconds, all sequences together.
+ */
+tokens_per_second: number, total_generated: number, };
+
+export type Channel = "thinking" | "answer";
+
+export type ModelStatus = { "state": "missing", default_model: string, } | { "state": "ready", info: ModelInfo, } | { "state": "invalid", path: string, error: string, default_model: string, };
+
+export type DownloadEvent = { "event": "started", total_bytes: number, } | { "event": "progress", downloaded_bytes: number, total_bytes: number, bytes_per_second: number, } | { "event": "finished", path: string, } | { "event": "failed", error: string, };
+
+export type EngineStatus = { "state": "empty" } | { "state": "loading", path: string, } | { "state": "ready", model: ModelInfo, stats: EngineStats, } | { "state": "failed", path: string, error: string, };
+
+export type Language = "en" | "zh-CN";
+
+export type Theme = "light" | "dark" | "system";
+
+export type Settings = { 
+/**
+ * A GGUF file or model folder; `None` means the downloaded default model.
+ */
+model_path: string | null, 
+/**
+ * CPU threads for the engine (applies at the next start).
+ */
+threads: number, 
+/**
+ * Sequences the engine decodes at once.
+ */
+max_sequences: number, 
+/**
+ * Longest context a conversation may use, in tokens.
+ */
+context_size: number, temperature: number, top_p: number, max_tokens: number, 
+/**
+ * Close the thought after this many tokens; `None` lets the model think as long as it likes.
+ */
+thinking_budget: number | null, server_enabled: boolean, server_port: number, 
+/**
+ * A remote OpenAI-compatible server for big jobs (its API root, e.g.
+ * `http://gpu-box:8000/v1`); its key lives in the OS keyring, never here.
+ */
+remote_url: string | null, 
+/**
+ * The remote model's name; `None` takes the server's first.
+ */
+remote_model: string | null, language: Language, theme: Theme, };
+
+export type ServerStatus = { "state": "off" } | { "state": "starting", port: number, } | { "state": "on", port: number, url: string, } | { "state": "failed", port: number, error: string, };
+
+export type Conversation = { id: number, title: string, updated_at: number, };
+
+export type Role = "user" | "assistant";
+
+export type ReplyStats = { time_to_first_token_s: number | null, tokens_per_second: number, thinking_tokens: number, answer_tokens: number, thinking_seconds: number | null, };
+
+export type ChatMessage = { id: number, conversation_id: number, role: Role, 
+/**
+ * The answer (for a reply) or the question.
+ */
+content: string, thinking: string, 
+/**
+ * `None` while a reply is being written (or when the app stopped while it was).
+ */
+finish_reason: string | null, stats: ReplyStats | null, };
+
+export type ChatEvent = { "event": "started", prompt_tokens: number, } | { "event": "delta", channel: Channel, text: string, } | { "event": "finished", message: ChatMessage, error: string | null, };
+
+export type Sent = { question: ChatMessage, reply: ChatMessage, };
+
+export type Problem = { 
+/**
+ * From the file's id column, or the problem's position (1-based).
+ */
+id: string, question: string, key: string | null, 
+/**
+ * Other columns, carried to the export.
+ */
+extra: Array<[string, string]>, 
+/**
+ * Where it starts in the file (line, or row for spreadsheets).
+ */
+line: number, };
+
+export type Format = "text" | "markdown" | "csv" | "tsv" | "jsonl" | "json" | "xlsx";
+
+export type Columns = { question: string | null, key: string | null, id: string | null, extra: Array<string>, };
+
+export type Warning = { line: number, message: string, };
+
+export type FilePreview = { path: string, name: string, format: Format, encoding: string, problem_count: number, 
+/**
+ * The first few problems.
+ */
+problems: Array<Problem>, has_key: boolean, columns: Columns, warnings: Array<Warning>, 
+/**
+ * Samples per problem to suggest: several to validate a key, one to just answer.
+ */
+suggested_samples: number, };
+
+export type JobOptions = { 
+/**
+ * Samples per problem (4 for validating keys, 1 for plain answering).
+ */
+samples: number, max_tokens: number, thinking_budget: number | null, temperature: number, top_p: number, seed: number | null, 
+/**
+ * Add the "reason step by step, answer in \boxed{}" instruction.
+ */
+math_instruction: boolean, };
+
+export type JobState = "queued" | "running" | "paused" | "cancelled" | "done";
+
+export type JobSummary = { id: number, name: string, source: string, state: JobState, created_at: number, problems: number, samples_total: number, samples_done: number, has_key: boolean, };
+
+export type SampleRow = { problem_idx: number, sample_idx: number, answer: string, thinking: string, extracted: string | null, finish_reason: string, prompt_tokens: number, thinking_tokens: number, answer_tokens: number, ttft_ms: number, duration_ms: number, };
+
+export type Verdict = "confirmed" | "disputed" | "unsure" | "answered";
+
+export type ProblemStatus = { idx: number, id: string, question: string, key: string | null, line: number, samples_done: number, samples_total: number, 
+/**
+ * Extracted answers of the finished samples, in sample order.
+ */
+answers: Array<string | null>, majority: string | null, agreement: number, 
+/**
+ * `None` until every sample of the problem is done.
+ */
+verdict: Verdict | null, };
+
+export type VerdictCounts = { confirmed: number, disputed: number, unsure: number, answered: number, 
+/**
+ * Problems with samples still to run.
+ */
+pending: number, };
+
+export type ExportFormat = "csv" | "jsonl" | "markdown";
+
+export type ExportNames = { csv: string, jsonl: string, markdown: string, };
+
+export type JobTable = { summary: JobSummary, options: JobOptions, problems: Array<ProblemStatus>, counts: VerdictCounts, 
+/**
+ * The problems' indices in the finished report's order (`ponder_jobs::report`).
+ */
+report_order: Array<number>, 
+/**
+ * The file name to suggest for each export.
+ */
+export_names: ExportNames, };
+
+export type JobProgress = { done: number, total: number, tokens_per_second: number, eta_seconds: number | null, };
+
+export type JobRunEvent = { "event": "sample", problem_idx: number, sample_idx: number, extracted: string | null, finish_reason: string, } | { "event": "progress" } & JobProgress | { "event": "delta", problem_idx: number, sample_idx: number, channel: Channel, text: string, } | { "event": "restarted", problem_idx: number, sample_idx: number, } | { "event": "waiting", reason: string | null, };
+
+export type JobStopped = { "event": "state", state: JobState, error: string | null, };
+
+export type JobUiEvent = JobRunEvent | JobStopped;
+
+export type RunOn = "local" | "remote";
