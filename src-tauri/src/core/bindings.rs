@@ -52,6 +52,7 @@ fn declarations() -> String {
         jobs::Stopped::decl(&cfg),
         jobs::JobUiEvent::decl(&cfg),
         jobs::commands::RunOn::decl(&cfg),
+        crate::core::error::CommandError::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from Ponder's Rust types by src-tauri/src/core/bindings.rs: run `make bindings`\n\

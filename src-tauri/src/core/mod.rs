@@ -2,6 +2,7 @@
 mod bindings;
 pub mod chat;
 pub mod engine;
+pub mod error;
 pub mod files;
 pub mod jobs;
 pub mod model;

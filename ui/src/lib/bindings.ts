@@ -165,3 +165,18 @@ export type JobStopped = { "event": "state", state: JobState, error: string | nu
 export type JobUiEvent = JobRunEvent | JobStopped;
 
 export type RunOn = "local" | "remote";
+
+export type CommandError = { 
+/**
+ * Stable across versions: `read.too_large`, `model.not_gguf`, … (`app` for the app's own
+ * messages, which have no translation yet).
+ */
+code: string, 
+/**
+ * The values the message names: a path, a line, a limit.
+ */
+params: { [key in string]: string }, 
+/**
+ * The English message.
+ */
+message: string, };

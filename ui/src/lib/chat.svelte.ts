@@ -1,6 +1,7 @@
 // The chat window's state: the conversation list, the open conversation, and replies as they
 // stream in. Rust owns the conversations; this only mirrors them and applies stream events.
 import { chat, type ChatEvent, type ChatMessage, type Conversation } from './api';
+import { errorText } from './i18n.svelte';
 
 /** A message as shown: the stored one plus what only matters while it streams. */
 export interface ShownMessage extends ChatMessage {
@@ -82,7 +83,7 @@ export class ChatController {
       stream.attach(reply.id);
       await this.refresh();
     } catch (e) {
-      this.error = String(e);
+      this.error = errorText(e);
     }
   }
 
@@ -99,7 +100,7 @@ export class ChatController {
       this.messages = [...this.messages.slice(0, lastQuestion + 1), shown(reply)];
       stream.attach(reply.id);
     } catch (e) {
-      this.error = String(e);
+      this.error = errorText(e);
     }
   }
 
@@ -113,7 +114,7 @@ export class ChatController {
       this.messages = [...this.messages.slice(0, at), question, shown(reply)];
       stream.attach(reply.id);
     } catch (e) {
-      this.error = String(e);
+      this.error = errorText(e);
     }
   }
 

@@ -1,7 +1,7 @@
 // All UI text, in English and Simplified Chinese. `zh` is typed against `en`, so a key missing in
 // either language does not compile; i18n.test.ts checks placeholders and that every key used in
 // a component exists.
-import type { Language } from './api';
+import type { CommandError, Language } from './api';
 
 const en = {
   'app.loading': 'Loading…',
@@ -155,6 +155,28 @@ const en = {
   'settings.theme.system': 'Same as the system',
   'settings.save': 'Save',
   'settings.saved': 'Saved.',
+  // Errors from Rust, by their stable code (`CommandError`); the values come from Rust.
+  'error.read.io': '{path}: cannot read the file ({detail})',
+  'error.read.unknown_format': '{path}: unsupported file type (use {extensions})',
+  'error.read.too_large': '{path}: the file is {size} bytes, over the limit of {limit}',
+  'error.read.too_many': '{path}: {count} problems, over the limit of {limit}',
+  'error.read.parse': '{path}, line {line}: {detail}',
+  'error.read.empty': '{path}: no questions found',
+  'error.read.no_question_column': '{path}: no question column (headers: {headers})',
+  'error.model.not_found': 'Model file not found: {path}',
+  'error.model.not_gguf': '{path}: not a GGUF file (it does not start with the GGUF magic bytes)',
+  'error.model.truncated': '{path}: the file is truncated ({detail})',
+  'error.model.unsupported_architecture': '{path}: unsupported model architecture “{found}” (Ponder runs qwen2-family models)',
+  'error.model.missing_metadata': '{path}: missing metadata “{key}”',
+  'error.model.bad': '{path}: cannot read the model: {detail}',
+  'error.model.io': '{path}: {detail}',
+  'error.engine.context_overflow': 'Too long: {prompt_tokens} prompt tokens and up to {max_tokens} new ones exceed the context of {context_length}',
+  'error.engine.stopped': 'The engine has stopped.',
+  'error.engine.failed': 'The engine failed: {detail}',
+  'error.download.cancelled': 'The download was cancelled; starting it again resumes it.',
+  'error.download.failed': 'The model download failed: {detail}',
+  'error.store.no_job': 'There is no job {id}.',
+  'error.store.failed': 'The job store failed: {detail}',
 };
 
 export type MessageKey = keyof typeof en;
@@ -311,6 +333,28 @@ const zh: Record<MessageKey, string> = {
   'settings.theme.system': '跟随系统',
   'settings.save': '保存',
   'settings.saved': '已保存。',
+
+  'error.read.io': '{path}：无法读取文件（{detail}）',
+  'error.read.unknown_format': '{path}：不支持的文件类型（请使用 {extensions}）',
+  'error.read.too_large': '{path}：文件有 {size} 字节，超过上限 {limit}',
+  'error.read.too_many': '{path}：共 {count} 道题，超过上限 {limit}',
+  'error.read.parse': '{path} 第 {line} 行：{detail}',
+  'error.read.empty': '{path}：没有找到题目',
+  'error.read.no_question_column': '{path}：没有题目列（表头：{headers}）',
+  'error.model.not_found': '找不到模型文件：{path}',
+  'error.model.not_gguf': '{path}：不是 GGUF 文件（开头没有 GGUF 标识字节）',
+  'error.model.truncated': '{path}：文件不完整（{detail}）',
+  'error.model.unsupported_architecture': '{path}：不支持的模型架构“{found}”（Ponder 运行 qwen2 系列模型）',
+  'error.model.missing_metadata': '{path}：缺少元数据“{key}”',
+  'error.model.bad': '{path}：无法读取模型：{detail}',
+  'error.model.io': '{path}：{detail}',
+  'error.engine.context_overflow': '太长了：{prompt_tokens} 个提示词元加上最多 {max_tokens} 个新词元，超过上下文长度 {context_length}',
+  'error.engine.stopped': '引擎已停止。',
+  'error.engine.failed': '引擎出错：{detail}',
+  'error.download.cancelled': '下载已取消；再次开始会接着下载。',
+  'error.download.failed': '模型下载失败：{detail}',
+  'error.store.no_job': '没有编号为 {id} 的任务。',
+  'error.store.failed': '任务库出错：{detail}',
 };
 
 export const dictionaries: Record<Language, Record<MessageKey, string>> = { en, 'zh-CN': zh };
@@ -324,6 +368,19 @@ export function setLanguage(language: Language) {
 
 export function language(): Language {
   return current.language;
+}
+
+/**
+ * What went wrong, in the current language. Rust's command errors carry a stable code and the
+ * values they name (`CommandError`); a code without a translation here, or a plain string, is
+ * shown as it came.
+ */
+export function errorText(e: unknown): string {
+  if (e && typeof e === 'object' && 'code' in e && 'message' in e) {
+    const { code, params, message } = e as CommandError;
+    return `error.${code}` in en ? t(`error.${code}` as MessageKey, params as Record<string, string>) : message;
+  }
+  return String(e);
 }
 
 /** The text for `key` in the current language, with `{name}` placeholders filled in. */

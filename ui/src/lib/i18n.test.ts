@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { dictionaries, setLanguage, t, type MessageKey } from './i18n.svelte';
+import { dictionaries, errorText, setLanguage, t, type MessageKey } from './i18n.svelte';
 
 const placeholders = (s: string) => [...s.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
 
@@ -44,5 +44,16 @@ describe('i18n', () => {
     expect(t('chat.tokens', { count: 12 })).toBe('12 个词元');
     expect(document.documentElement.lang).toBe('zh-CN');
     setLanguage('en');
+  });
+
+  it("shows Rust's errors in the window's language, by their code", () => {
+    const tooMany = { code: 'read.too_many', params: { path: 'set.csv', count: '9', limit: '5' }, message: 'set.csv: 9 problems, over the limit of 5' };
+    setLanguage('zh-CN');
+    expect(errorText(tooMany)).toBe('set.csv：共 9 道题，超过上限 5');
+    setLanguage('en');
+    expect(errorText(tooMany)).toBe('set.csv: 9 problems, over the limit of 5');
+    // A code the window has no words for, and a plain string, show as they came.
+    expect(errorText({ code: 'app', params: {}, message: 'stop the job before deleting it' })).toBe('stop the job before deleting it');
+    expect(errorText('notes.pdf: unsupported file type')).toBe('notes.pdf: unsupported file type');
   });
 });

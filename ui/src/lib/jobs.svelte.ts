@@ -3,6 +3,7 @@
 // them and applies stream events.
 import { jobs, type RunOn, type ExportFormat, type FilePreview, type JobOptions, type JobProgress, type JobSummary, type JobTable,
   type JobUiEvent, type ProblemStatus, type SampleRow } from './api';
+import { errorText } from './i18n.svelte';
 
 export type RowState = 'queued' | 'thinking' | 'answered' | 'confirmed' | 'disputed' | 'unsure';
 
@@ -53,7 +54,7 @@ export class JobsController {
       try {
         return { path, preview: await jobs.preview(path), error: null };
       } catch (e) {
-        return { path, preview: null, error: String(e) };
+        return { path, preview: null, error: errorText(e) };
       }
     }));
     this.previews = [...this.previews, ...items];
@@ -79,7 +80,7 @@ export class JobsController {
       await this.refresh();
       if (first !== null) await this.select(first);
     } catch (e) {
-      this.error = String(e);
+      this.error = errorText(e);
     }
   }
 
@@ -91,7 +92,7 @@ export class JobsController {
       await jobs.run(id, on, (e) => this.apply(id, e));
     } catch (e) {
       this.running[id] = false;
-      this.error = String(e);
+      this.error = errorText(e);
     }
   }
 
@@ -136,7 +137,7 @@ export class JobsController {
       }
       await this.refresh();
     } catch (e) {
-      this.error = String(e);
+      this.error = errorText(e);
     }
   }
 

@@ -14,7 +14,9 @@ const mocks = {
   list_conversations: [],
   list_jobs: () => window.__jobs ?? [],
   preview_file: ({ path }) => {
-    if (path.endsWith('.pdf')) throw 'notes.pdf: unsupported file type (use .txt, .md, .csv, .tsv, .jsonl, .json or .xlsx)';
+    // As Rust sends a CommandError: a code the window translates, and its values.
+    if (path.endsWith('.pdf')) throw { code: 'read.unknown_format', params: { path: 'notes.pdf', extensions: '.txt, .md, .csv, .tsv, .jsonl, .json or .xlsx' },
+      message: 'notes.pdf: unsupported file type (use .txt, .md, .csv, .tsv, .jsonl, .json or .xlsx)' };
     return { path, name: 'algebra.csv', format: 'csv', encoding: 'UTF-8', problem_count: 3, has_key: true, suggested_samples: 4,
       columns: { question: 'question', key: 'answer', id: null, extra: [] },
       warnings: [{ line: 5, message: 'empty question, row skipped' }],

@@ -1,6 +1,7 @@
 //! The batch jobs' Tauri commands: thin calls into [`JobsState`].
 use super::{ExportFormat, FilePreview, JobTable, JobUiEvent, JobsState, Target};
 use crate::core::engine::EngineState;
+use crate::core::error::CommandError;
 use crate::core::files::FileGrants;
 use crate::core::remote::RemoteState;
 use crate::core::settings::SettingsState;
@@ -13,7 +14,7 @@ use tauri::State;
 type Jobs<'a> = State<'a, Arc<JobsState>>;
 
 #[tauri::command(async)]
-pub fn preview_file(grants: State<'_, FileGrants>, path: String) -> Result<FilePreview, String> {
+pub fn preview_file(grants: State<'_, FileGrants>, path: String) -> Result<FilePreview, CommandError> {
     super::preview(&grants.check(&path)?)
 }
 
@@ -23,22 +24,22 @@ pub fn create_job(
     grants: State<'_, FileGrants>,
     path: String,
     options: JobOptions,
-) -> Result<JobSummary, String> {
+) -> Result<JobSummary, CommandError> {
     jobs.create(&grants.check(&path)?, &options)
 }
 
 #[tauri::command]
-pub fn list_jobs(jobs: Jobs<'_>) -> Result<Vec<JobSummary>, String> {
-    jobs.store.lock().unwrap().jobs().map_err(|e| e.to_string())
+pub fn list_jobs(jobs: Jobs<'_>) -> Result<Vec<JobSummary>, CommandError> {
+    Ok(jobs.store.lock().unwrap().jobs()?)
 }
 
 #[tauri::command(async)]
-pub fn job_table(jobs: Jobs<'_>, id: JobId) -> Result<JobTable, String> {
+pub fn job_table(jobs: Jobs<'_>, id: JobId) -> Result<JobTable, CommandError> {
     jobs.table(id)
 }
 
 #[tauri::command(async)]
-pub fn problem_samples(jobs: Jobs<'_>, id: JobId, problem_idx: usize) -> Result<Vec<SampleRow>, String> {
+pub fn problem_samples(jobs: Jobs<'_>, id: JobId, problem_idx: usize) -> Result<Vec<SampleRow>, CommandError> {
     jobs.samples(id, problem_idx)
 }
 
@@ -61,7 +62,7 @@ pub fn run_job(
     id: JobId,
     on: RunOn,
     on_event: Channel<JobUiEvent>,
-) -> Result<(), String> {
+) -> Result<(), CommandError> {
     let settings = settings.get();
     let target = match on {
         RunOn::Local => Target::Local { engine: engine.inner().clone(), max_seqs: settings.max_sequences },
@@ -76,12 +77,12 @@ pub fn pause_job(jobs: Jobs<'_>, id: JobId) {
 }
 
 #[tauri::command]
-pub fn cancel_job(jobs: Jobs<'_>, id: JobId) -> Result<(), String> {
+pub fn cancel_job(jobs: Jobs<'_>, id: JobId) -> Result<(), CommandError> {
     jobs.cancel(id)
 }
 
 #[tauri::command]
-pub fn delete_job(jobs: Jobs<'_>, id: JobId) -> Result<(), String> {
+pub fn delete_job(jobs: Jobs<'_>, id: JobId) -> Result<(), CommandError> {
     jobs.delete(id)
 }
 
@@ -92,6 +93,6 @@ pub fn export_job(
     id: JobId,
     format: ExportFormat,
     path: String,
-) -> Result<(), String> {
+) -> Result<(), CommandError> {
     jobs.export(id, format, &grants.check(&path)?)
 }

@@ -4,6 +4,7 @@
 pub mod commands;
 
 use crate::core::engine::EngineState;
+use crate::core::error::CommandError;
 use ponder_jobs::backend::LocalBackend;
 use ponder_jobs::remote::{RemoteBackend, RemoteConfig};
 pub use ponder_jobs::report::ExportFormat;
@@ -118,8 +119,8 @@ pub enum Target {
     Remote(RemoteConfig),
 }
 
-pub fn preview(path: &Path) -> Result<FilePreview, String> {
-    let p = ponder_jobs::read_file(path, &Default::default()).map_err(|e| e.to_string())?;
+pub fn preview(path: &Path) -> Result<FilePreview, CommandError> {
+    let p = ponder_jobs::read_file(path, &Default::default())?;
     Ok(FilePreview {
         path: path.display().to_string(),
         name: path.file_name().unwrap_or_default().to_string_lossy().into_owned(),
@@ -154,40 +155,36 @@ impl JobsState {
     }
 
     /// Reads the file again (what the preview showed may have changed) and stores a new job.
-    pub fn create(&self, path: &Path, options: &JobOptions) -> Result<JobSummary, String> {
+    pub fn create(&self, path: &Path, options: &JobOptions) -> Result<JobSummary, CommandError> {
         if options.samples == 0 || options.samples > 64 {
             return Err("samples per problem must be between 1 and 64".into());
         }
         if options.max_tokens == 0 {
             return Err("max tokens must be at least 1".into());
         }
-        let p = ponder_jobs::read_file(path, &Default::default()).map_err(|e| e.to_string())?;
+        let p = ponder_jobs::read_file(path, &Default::default())?;
         if p.problems.is_empty() {
-            return Err(format!("{}: no problems found", path.display()));
+            return Err(format!("{}: no problems found", path.display()).into());
         }
         let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
         let mut store = self.store.lock().unwrap();
-        let id = store.create_job(&name, &path.display().to_string(), options, &p.problems).map_err(|e| e.to_string())?;
-        store.job(id).map_err(|e| e.to_string())
+        let id = store.create_job(&name, &path.display().to_string(), options, &p.problems)?;
+        store.job(id).map_err(CommandError::from)
     }
 
-    pub fn table(&self, id: JobId) -> Result<JobTable, String> {
+    pub fn table(&self, id: JobId) -> Result<JobTable, CommandError> {
         let store = self.store.lock().unwrap();
-        let summary = store.job(id).map_err(|e| e.to_string())?;
-        let options = store.options(id).map_err(|e| e.to_string())?;
-        let problems = report::statuses(
-            &store.problems(id).map_err(|e| e.to_string())?,
-            &store.sample_outcomes(id).map_err(|e| e.to_string())?,
-            options.samples,
-        );
+        let summary = store.job(id)?;
+        let options = store.options(id)?;
+        let problems = report::statuses(&store.problems(id)?, &store.sample_outcomes(id)?, options.samples);
         let counts = report::counts(&problems);
         let report_order = report::report_order(&problems);
         let export_names = ExportNames::of(&summary.name);
         Ok(JobTable { summary, options, problems, counts, report_order, export_names })
     }
 
-    pub fn samples(&self, id: JobId, problem_idx: usize) -> Result<Vec<SampleRow>, String> {
-        self.store.lock().unwrap().problem_samples(id, problem_idx).map_err(|e| e.to_string())
+    pub fn samples(&self, id: JobId, problem_idx: usize) -> Result<Vec<SampleRow>, CommandError> {
+        self.store.lock().unwrap().problem_samples(id, problem_idx).map_err(CommandError::from)
     }
 
     pub fn is_running(&self, id: JobId) -> bool {
@@ -195,16 +192,16 @@ impl JobsState {
     }
 
     /// Runs (or resumes) a job; a job already running just gains a listener.
-    pub fn run(self: &Arc<Self>, id: JobId, target: Target, sink: impl JobSink) -> Result<(), String> {
+    pub fn run(self: &Arc<Self>, id: JobId, target: Target, sink: impl JobSink) -> Result<(), CommandError> {
         let (listeners, control) = {
             let mut running = self.running.lock().unwrap();
             if let Some(r) = running.get(&id) {
                 r.listeners.lock().unwrap().push(Box::new(sink));
                 return Ok(());
             }
-            let summary = self.store.lock().unwrap().job(id).map_err(|e| e.to_string())?;
+            let summary = self.store.lock().unwrap().job(id)?;
             if summary.state == JobState::Done {
-                return Err(format!("job {id} is already complete"));
+                return Err(format!("job {id} is already complete").into());
             }
             let listeners: Listeners = Arc::new(Mutex::new(vec![Box::new(sink) as Box<dyn JobSink>]));
             let control = JobControl::default();
@@ -227,7 +224,7 @@ impl JobsState {
                 };
                 broadcast(&listeners, JobUiEvent::State(Stopped::State { state, error }));
             })
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| format!("cannot start the job's thread: {e}"))?;
         Ok(())
     }
 
@@ -256,28 +253,28 @@ impl JobsState {
     }
 
     /// Cancels a running job, or marks a paused one cancelled; what is done is kept.
-    pub fn cancel(&self, id: JobId) -> Result<(), String> {
+    pub fn cancel(&self, id: JobId) -> Result<(), CommandError> {
         match self.running.lock().unwrap().get(&id) {
             Some(r) => r.control.cancel(),
-            None => self.store.lock().unwrap().set_state(id, JobState::Cancelled).map_err(|e| e.to_string())?,
+            None => self.store.lock().unwrap().set_state(id, JobState::Cancelled)?,
         }
         Ok(())
     }
 
-    pub fn delete(&self, id: JobId) -> Result<(), String> {
+    pub fn delete(&self, id: JobId) -> Result<(), CommandError> {
         if self.is_running(id) {
             return Err("stop the job before deleting it".into());
         }
-        self.store.lock().unwrap().delete_job(id).map_err(|e| e.to_string())
+        self.store.lock().unwrap().delete_job(id).map_err(CommandError::from)
     }
 
     /// Writes the job's results or report: CSV, JSONL or Markdown.
-    pub fn export(&self, id: JobId, format: ExportFormat, path: &Path) -> Result<(), String> {
+    pub fn export(&self, id: JobId, format: ExportFormat, path: &Path) -> Result<(), CommandError> {
         let (rows, name) = {
             let store = self.store.lock().unwrap();
-            (report::rows(&store, id).map_err(|e| e.to_string())?, store.job(id).map_err(|e| e.to_string())?.name)
+            (report::rows(&store, id)?, store.job(id)?.name)
         };
-        std::fs::write(path, format.render(&name, &rows)).map_err(|e| format!("{}: {e}", path.display()))
+        Ok(std::fs::write(path, format.render(&name, &rows)).map_err(|e| format!("{}: {e}", path.display()))?)
     }
 }
 
@@ -317,14 +314,16 @@ mod tests {
         let p = preview(&csv).unwrap();
         assert_eq!((p.problem_count, p.has_key, p.suggested_samples), (3, true, 4));
         assert_eq!(p.columns.key.as_deref(), Some("answer"));
-        assert!(preview(&dir.path().join("missing.csv")).unwrap_err().contains("missing.csv"));
+        let missing = preview(&dir.path().join("missing.csv")).unwrap_err();
+        assert_eq!(missing.code, "read.io");
+        assert!(missing.message.contains("missing.csv") && missing.params["path"].ends_with("missing.csv"), "{missing:?}");
 
         let settings = Settings { max_sequences: 4, context_size: 2048, ..Settings::default() };
         let engine = Arc::new(EngineState::default());
         engine.load(small_model(), &settings);
         let jobs = Arc::new(JobsState::open(dir.path().join("jobs.sqlite")).unwrap());
         let options = JobOptions { samples: 2, max_tokens: 40, temperature: 0.0, math_instruction: true, ..Default::default() };
-        assert!(jobs.create(&csv, &JobOptions { samples: 0, ..options.clone() }).unwrap_err().contains("samples"));
+        assert!(jobs.create(&csv, &JobOptions { samples: 0, ..options.clone() }).unwrap_err().message.contains("samples"));
         let job = jobs.create(&csv, &options).unwrap();
         assert_eq!((job.problems, job.samples_total, job.samples_done), (3, 6, 0));
 
@@ -378,7 +377,7 @@ mod tests {
         let c = &table.counts;
         assert_eq!((c.confirmed + c.disputed + c.unsure, c.pending, c.answered), (3, 0, 0));
         assert_eq!(jobs.samples(job.id, 1).unwrap().len(), 2);
-        assert!(jobs.run(job.id, local(&engine), mpsc::channel().0).unwrap_err().contains("already complete"));
+        assert!(jobs.run(job.id, local(&engine), mpsc::channel().0).unwrap_err().message.contains("already complete"));
 
         for (format, name) in [(ExportFormat::Csv, "r.csv"), (ExportFormat::Jsonl, "r.jsonl"), (ExportFormat::Markdown, "r.md")] {
             let out = dir.path().join(name);

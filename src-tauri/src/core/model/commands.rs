@@ -1,5 +1,6 @@
 use super::{DownloadEvent, DownloadState, ModelStatus};
 use crate::core::engine::EngineState;
+use crate::core::error::CommandError;
 use crate::core::files::FileGrants;
 use crate::core::server::ServerState;
 use crate::core::settings::SettingsState;
@@ -22,9 +23,9 @@ pub fn open_model(
     server: State<'_, ServerState>,
     grants: State<'_, FileGrants>,
     path: String,
-) -> Result<ModelStatus, String> {
+) -> Result<ModelStatus, CommandError> {
     let path = grants.check(&path)?;
-    let info = ponder_engine::loader::inspect(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let info = ponder_engine::loader::inspect(&path)?;
     let saved = settings.update(|s| s.model_path = Some(path.clone()))?;
     engine.load(path, &saved);
     server.apply(saved.server_enabled, saved.server_port, engine.inner().clone());
@@ -40,7 +41,7 @@ pub fn download_default_model(
     server: State<'_, ServerState>,
     download: State<'_, DownloadState>,
     on_event: Channel<DownloadEvent>,
-) -> Result<ModelStatus, String> {
+) -> Result<ModelStatus, CommandError> {
     struct Report {
         channel: Channel<DownloadEvent>,
         cancel: Arc<AtomicBool>,
@@ -88,7 +89,7 @@ pub fn download_default_model(
         }
         Err(e) => {
             let _ = on_event.send(DownloadEvent::Failed { error: e.to_string() });
-            Err(e.to_string())
+            Err(e.into())
         }
     }
 }
