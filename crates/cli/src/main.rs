@@ -60,17 +60,17 @@ fn main() {
     ponder_engine::process::set_threads(threads);
     ponder_engine::process::keep_freed_step_buffers();
     let result = match cli.command {
-        Command::Chat(args) => commands::chat::run(args, cli.model, threads).map(|_| 0),
+        Command::Chat(args) => commands::chat::run(args, cli.model).map(|_| 0),
         Command::Bench(args) => commands::bench::run(args, cli.model, threads).map(|_| 0),
         Command::Models(cmd) => commands::models::run(cmd, cli.model).map(|_| 0),
         Command::Check(args) => commands::check::run(args),
-        Command::Serve(args) => commands::serve::run(args, &config.serve, cli.model, threads).map(|_| 0),
+        Command::Serve(args) => commands::serve::run(args, &config.serve, cli.model).map(|_| 0),
         Command::Run(args) => {
             // Ctrl-C pauses the job: what finished is saved, and a rerun resumes.
             let control = ponder_jobs::runner::JobControl::default();
             let c = control.clone();
             let _ = ctrlc::set_handler(move || c.pause());
-            commands::run::run(args, cli.model, threads, control)
+            commands::run::run(args, cli.model, control)
         }
     };
     match result {

@@ -35,6 +35,7 @@ fn declarations() -> String {
         reader::Problem::decl(&cfg),
         reader::Format::decl(&cfg),
         reader::Columns::decl(&cfg),
+        reader::WarningCode::decl(&cfg),
         reader::Warning::decl(&cfg),
         jobs::FilePreview::decl(&cfg),
         store::JobOptions::decl(&cfg),

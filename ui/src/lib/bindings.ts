@@ -96,7 +96,21 @@ export type Format = "text" | "markdown" | "csv" | "tsv" | "jsonl" | "json" | "x
 
 export type Columns = { question: string | null, key: string | null, id: string | null, extra: Array<string>, };
 
-export type Warning = { line: number, message: string, };
+export type WarningCode = "no_question_field" | "empty_entry" | "empty_question" | "duplicate_id" | "long_question";
+
+export type Warning = { line: number, 
+/**
+ * What kind of thing, stable across versions, for a translation.
+ */
+code: WarningCode, 
+/**
+ * The values the message names.
+ */
+params: { [key in string]: string }, 
+/**
+ * In English.
+ */
+message: string, };
 
 export type FilePreview = { path: string, name: string, format: Format, encoding: string, problem_count: number, 
 /**

@@ -1,7 +1,7 @@
 // All UI text, in English and Simplified Chinese. `zh` is typed against `en`, so a key missing in
 // either language does not compile; i18n.test.ts checks placeholders and that every key used in
 // a component exists.
-import type { CommandError, Language } from './api';
+import type { CommandError, Language, Warning } from './api';
 
 const en = {
   'app.loading': 'Loading…',
@@ -177,6 +177,19 @@ const en = {
   'error.download.failed': 'The model download failed: {detail}',
   'error.store.no_job': 'There is no job {id}.',
   'error.store.failed': 'The job store failed: {detail}',
+
+  // Warnings about a question file, by their code (`WarningCode`).
+  'warning.no_question_field': 'no question field (question, problem, prompt, 题目…); skipped',
+  'warning.empty_entry': 'empty entry skipped',
+  'warning.empty_question': 'empty question; row skipped',
+  'warning.duplicate_id': 'duplicate id “{id}” (first at line {first_line}); renamed to “{renamed}”',
+  'warning.long_question': 'question is very long ({chars} characters)',
+
+  // How a job's sample ended (`FinishReason::as_str`).
+  'jobs.finish.stop': 'finished',
+  'jobs.finish.length': 'cut off at the length limit',
+  'jobs.finish.repetition': 'stopped repeating itself',
+  'jobs.finish.cancelled': 'cancelled',
 };
 
 export type MessageKey = keyof typeof en;
@@ -355,6 +368,17 @@ const zh: Record<MessageKey, string> = {
   'error.download.failed': '模型下载失败：{detail}',
   'error.store.no_job': '没有编号为 {id} 的任务。',
   'error.store.failed': '任务库出错：{detail}',
+
+  'warning.no_question_field': '没有题目字段（question、problem、prompt、题目…），已跳过',
+  'warning.empty_entry': '空条目，已跳过',
+  'warning.empty_question': '题目为空，已跳过该行',
+  'warning.duplicate_id': '编号“{id}”重复（首次出现在第 {first_line} 行），已改为“{renamed}”',
+  'warning.long_question': '题目很长（{chars} 个字符）',
+
+  'jobs.finish.stop': '已完成',
+  'jobs.finish.length': '达到长度上限被截断',
+  'jobs.finish.repetition': '因重复而停止',
+  'jobs.finish.cancelled': '已取消',
 };
 
 export const dictionaries: Record<Language, Record<MessageKey, string>> = { en, 'zh-CN': zh };
@@ -381,6 +405,16 @@ export function errorText(e: unknown): string {
     return `error.${code}` in en ? t(`error.${code}` as MessageKey, params as Record<string, string>) : message;
   }
   return String(e);
+}
+
+/** A question file's warning in the current language (Rust's English for a code it has no words for). */
+export function warningText(w: Warning): string {
+  return `warning.${w.code}` in en ? t(`warning.${w.code}` as MessageKey, w.params as Record<string, string>) : w.message;
+}
+
+/** How a job's sample ended, in the current language; an error's own text shows as it is. */
+export function finishText(reason: string): string {
+  return `jobs.finish.${reason}` in en ? t(`jobs.finish.${reason}` as MessageKey) : reason;
 }
 
 /** The text for `key` in the current language, with `{name}` placeholders filled in. */

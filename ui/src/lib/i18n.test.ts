@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { dictionaries, errorText, setLanguage, t, type MessageKey } from './i18n.svelte';
+import { dictionaries, errorText, finishText, setLanguage, t, warningText, type MessageKey } from './i18n.svelte';
 
 const placeholders = (s: string) => [...s.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
 
@@ -55,5 +55,15 @@ describe('i18n', () => {
     // A code the window has no words for, and a plain string, show as they came.
     expect(errorText({ code: 'app', params: {}, message: 'stop the job before deleting it' })).toBe('stop the job before deleting it');
     expect(errorText('notes.pdf: unsupported file type')).toBe('notes.pdf: unsupported file type');
+  });
+
+  it('shows file warnings and how samples ended in the window\'s language', () => {
+    const dup = { line: 7, code: 'duplicate_id' as const, params: { id: '3', first_line: '4', renamed: '3-2' }, message: 'duplicate id "3" (first at line 4); renamed to "3-2"' };
+    setLanguage('zh-CN');
+    expect(warningText(dup)).toBe('编号“3”重复（首次出现在第 4 行），已改为“3-2”');
+    expect(finishText('length')).toBe('达到长度上限被截断');
+    expect(finishText('error: the engine stopped')).toBe('error: the engine stopped');
+    setLanguage('en');
+    expect(warningText(dup)).toBe('duplicate id “3” (first at line 4); renamed to “3-2”');
   });
 });

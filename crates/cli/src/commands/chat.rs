@@ -26,7 +26,7 @@ pub struct Args {
     seed: Option<u64>,
 }
 
-pub fn run(args: Args, model: Option<PathBuf>, _threads: usize) -> Result<()> {
+pub fn run(args: Args, model: Option<PathBuf>) -> Result<()> {
     let question = match args.question {
         Some(q) => q,
         None => {

@@ -66,7 +66,7 @@ fn fingerprint(bytes: &[u8]) -> String {
     format!("{h:016x}")
 }
 
-pub fn run(args: Args, model: Option<PathBuf>, _threads: usize, interrupted: JobControl) -> Result<i32> {
+pub fn run(args: Args, model: Option<PathBuf>, interrupted: JobControl) -> Result<i32> {
     let preview = ponder_jobs::read_file(&args.file, &Default::default())?;
     for w in &preview.warnings {
         eprintln!("{}:{}: warning: {}", args.file.display(), w.line, w.message);

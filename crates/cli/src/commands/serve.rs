@@ -27,7 +27,7 @@ pub struct Args {
     context: usize,
 }
 
-pub fn run(args: Args, defaults: &crate::config::ServeConfig, model: Option<PathBuf>, _threads: usize) -> Result<()> {
+pub fn run(args: Args, defaults: &crate::config::ServeConfig, model: Option<PathBuf>) -> Result<()> {
     let host = args.host.or(defaults.host).unwrap_or(IpAddr::from([127, 0, 0, 1]));
     let port = args.port.or(defaults.port).unwrap_or(8080);
     let mut config = ServerConfig::new(SocketAddr::new(host, port), "");

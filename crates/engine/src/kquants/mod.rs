@@ -241,10 +241,6 @@ impl KQuantMatrix {
         Some(Self { stored, format, n, k })
     }
 
-    pub fn format(&self) -> Format {
-        self.format
-    }
-
     /// `x (m, k)` times the transposed weights: `(m, n)`.
     pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         Ok(Self::forward_all(&[self], x)?.remove(0))

@@ -1,7 +1,7 @@
 //! Questions in JSON Lines (one object or string per line) and JSON (an array of objects or
 //! strings, or an object holding such an array).
 
-use super::problem::{role_of_header, Columns, Problem, ReadError, Role, Warning};
+use super::problem::{role_of_header, Columns, Problem, ReadError, Role, Warning, WarningCode};
 use serde_json::Value;
 use std::path::Path;
 
@@ -53,16 +53,13 @@ fn from_value(v: &Value, index: usize, line: usize, columns: &mut Columns, warni
                     line,
                 }),
                 None => {
-                    warnings
-                        .push(Warning {
-                            line, message: "no question field (question, problem, prompt, 题目…); skipped".into()
-                        });
+                    warnings.push(Warning::new(line, WarningCode::NoQuestionField, &[]));
                     None
                 }
             }
         }
         _ => {
-            warnings.push(Warning { line, message: "empty entry skipped".into() });
+            warnings.push(Warning::new(line, WarningCode::EmptyEntry, &[]));
             None
         }
     }

@@ -9,7 +9,7 @@ mod table;
 mod text;
 
 pub use format::{extensions_list, Format, EXTENSIONS};
-pub use problem::{Columns, Problem, ReadError, Warning};
+pub use problem::{Columns, Problem, ReadError, Warning, WarningCode};
 
 use serde::Serialize;
 use std::collections::HashMap;
@@ -108,16 +108,14 @@ fn finish(
     for p in &mut problems {
         if let Some(first) = seen.get(&p.id) {
             let new_id = (2..).map(|k| format!("{}-{k}", p.id)).find(|c| !seen.contains_key(c)).unwrap();
-            warnings.push(Warning {
-                line: p.line,
-                message: format!("duplicate id \"{}\" (first at line {first}); renamed to \"{new_id}\"", p.id),
-            });
+            let params = [("id", p.id.clone()), ("first_line", first.to_string()), ("renamed", new_id.clone())];
+            warnings.push(Warning::new(p.line, WarningCode::DuplicateId, &params));
             p.id = new_id;
         }
         seen.insert(p.id.clone(), p.line);
         let chars = p.question.chars().count();
         if chars > limits.long_question_chars {
-            warnings.push(Warning { line: p.line, message: format!("question is very long ({chars} characters)") });
+            warnings.push(Warning::new(p.line, WarningCode::LongQuestion, &[("chars", chars.to_string())]));
         }
     }
     warnings.sort_by_key(|w| w.line);

@@ -4,6 +4,7 @@
 
 use super::format::extensions_list;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -19,11 +20,50 @@ pub struct Problem {
     pub line: usize,
 }
 
+/// Something in a file that was read anyway, and where.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Warning {
     pub line: usize,
+    /// What kind of thing, stable across versions, for a translation.
+    pub code: WarningCode,
+    /// The values the message names.
+    pub params: BTreeMap<String, String>,
+    /// In English.
     pub message: String,
+}
+
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum WarningCode {
+    /// A JSON entry with no field that holds a question.
+    NoQuestionField,
+    /// An empty JSON entry.
+    EmptyEntry,
+    /// A table row whose question cell is empty.
+    EmptyQuestion,
+    /// `id` was used before (at `first_line`), so this problem became `renamed`.
+    DuplicateId,
+    /// A question of `chars` characters, kept.
+    LongQuestion,
+}
+
+impl Warning {
+    pub(crate) fn new(line: usize, code: WarningCode, params: &[(&str, String)]) -> Self {
+        let params: BTreeMap<String, String> = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        let p = |k: &str| params.get(k).map_or("", String::as_str);
+        let message = match code {
+            WarningCode::NoQuestionField => "no question field (question, problem, prompt, 题目…); skipped".to_string(),
+            WarningCode::EmptyEntry => "empty entry skipped".to_string(),
+            WarningCode::EmptyQuestion => "empty question; row skipped".to_string(),
+            WarningCode::DuplicateId => {
+                format!("duplicate id \"{}\" (first at line {}); renamed to \"{}\"", p("id"), p("first_line"), p("renamed"))
+            }
+            WarningCode::LongQuestion => format!("question is very long ({} characters)", p("chars")),
+        };
+        Self { line, code, params, message }
+    }
 }
 
 /// Which columns were used, for the preview.

@@ -1,7 +1,7 @@
 //! Tables of questions: CSV, TSV and the first sheet of an .xlsx workbook. Columns are found by
 //! header (English or Chinese), or by position in header-less files.
 
-use super::problem::{role_of_header, Columns, Problem, ReadError, Role, Warning};
+use super::problem::{role_of_header, Columns, Problem, ReadError, Role, Warning, WarningCode};
 use std::path::Path;
 
 /// A row of cells and the line (or spreadsheet row) it came from.
@@ -86,7 +86,7 @@ pub(crate) fn problems_from_rows(
         let cell = |i: usize| row.get(i).map(|s| s.trim().to_string()).unwrap_or_default();
         let question = cell(q);
         if question.is_empty() {
-            warnings.push(Warning { line, message: "empty question; row skipped".into() });
+            warnings.push(Warning::new(line, WarningCode::EmptyQuestion, &[]));
             continue;
         }
         let id = id_col.map(cell).filter(|s| !s.is_empty()).unwrap_or_else(|| (problems.len() + 1).to_string());
