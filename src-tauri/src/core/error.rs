@@ -3,7 +3,10 @@
 //! for logs and for a code the window has no translation of.
 
 use ponder_engine::EngineError;
+use ponder_jobs::backend::BackendError;
 use ponder_jobs::reader::ReadError;
+use ponder_jobs::remote::RemoteError;
+use ponder_jobs::runner::RunError;
 use ponder_jobs::store::StoreError;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -103,6 +106,39 @@ impl From<StoreError> for CommandError {
         match e {
             StoreError::NoJob(id) => Self::new("store.no_job", message, &[("id", id.to_string())]),
             other => Self::new("store.failed", message, &[("detail", other.to_string())]),
+        }
+    }
+}
+
+impl From<RemoteError> for CommandError {
+    fn from(e: RemoteError) -> Self {
+        let message = e.to_string();
+        let (code, params): (&str, Vec<(&str, String)>) = match e {
+            RemoteError::BadKey { url, status } => ("remote.bad_key", vec![("url", url), ("status", status.to_string())]),
+            RemoteError::NoSuchModel { url, wanted, available } => {
+                ("remote.no_such_model", vec![("url", url), ("model", wanted), ("available", available)])
+            }
+            RemoteError::NoModels { url } => ("remote.no_models", vec![("url", url)]),
+            RemoteError::Unreachable { url, detail } => ("remote.unreachable", vec![("url", url), ("detail", detail)]),
+            RemoteError::Protocol { url, detail } => ("remote.protocol", vec![("url", url), ("detail", detail)]),
+            RemoteError::Refused { url, status, body } => {
+                ("remote.refused", vec![("url", url), ("status", status.to_string()), ("detail", body)])
+            }
+        };
+        Self::new(code, message, &params)
+    }
+}
+
+impl From<RunError> for CommandError {
+    fn from(e: RunError) -> Self {
+        match e {
+            RunError::Store(e) => e.into(),
+            RunError::Backend(BackendError::Engine(e)) => e.into(),
+            RunError::Backend(BackendError::Remote(e)) => e.into(),
+            other => {
+                let message = other.to_string();
+                Self::new("job.failed", message.clone(), &[("detail", message)])
+            }
         }
     }
 }

@@ -174,7 +174,7 @@ export type JobProgress = { done: number, total: number, tokens_per_second: numb
 
 export type JobRunEvent = { "event": "sample", problem_idx: number, sample_idx: number, extracted: string | null, finish_reason: string, } | { "event": "progress" } & JobProgress | { "event": "delta", problem_idx: number, sample_idx: number, channel: Channel, text: string, } | { "event": "restarted", problem_idx: number, sample_idx: number, } | { "event": "waiting", reason: string | null, };
 
-export type JobStopped = { "event": "state", state: JobState, error: string | null, };
+export type JobStopped = { "event": "state", state: JobState, error: CommandError | null, };
 
 export type JobUiEvent = JobRunEvent | JobStopped;
 

@@ -177,6 +177,13 @@ const en = {
   'error.download.failed': 'The model download failed: {detail}',
   'error.store.no_job': 'There is no job {id}.',
   'error.store.failed': 'The job store failed: {detail}',
+  'error.remote.bad_key': '{url}: the server refused the API key ({status}); check the key in Settings',
+  'error.remote.no_such_model': '{url}: no model named “{model}”; the server has: {available}',
+  'error.remote.no_models': '{url}: the server lists no models',
+  'error.remote.unreachable': 'Cannot reach {url}: {detail}',
+  'error.remote.protocol': '{url}: unexpected answer: {detail}',
+  'error.remote.refused': 'HTTP {status} from {url}: {detail}',
+  'error.job.failed': 'The job stopped: {detail}',
 
   // Warnings about a question file, by their code (`WarningCode`).
   'warning.no_question_field': 'no question field (question, problem, prompt, 题目…); skipped',
@@ -368,6 +375,13 @@ const zh: Record<MessageKey, string> = {
   'error.download.failed': '模型下载失败：{detail}',
   'error.store.no_job': '没有编号为 {id} 的任务。',
   'error.store.failed': '任务库出错：{detail}',
+  'error.remote.bad_key': '{url}：服务器拒绝了 API 密钥（{status}）；请在设置中检查密钥',
+  'error.remote.no_such_model': '{url}：没有名为“{model}”的模型；服务器上有：{available}',
+  'error.remote.no_models': '{url}：服务器没有列出任何模型',
+  'error.remote.unreachable': '无法连接 {url}：{detail}',
+  'error.remote.protocol': '{url}：意外的应答：{detail}',
+  'error.remote.refused': '{url} 返回 HTTP {status}：{detail}',
+  'error.job.failed': '任务已停止：{detail}',
 
   'warning.no_question_field': '没有题目字段（question、problem、prompt、题目…），已跳过',
   'warning.empty_entry': '空条目，已跳过',

@@ -171,7 +171,7 @@ export class JobsController {
         this.running[id] = false;
         this.waiting[id] = null;
         for (const k of Object.keys(this.live)) if (k.startsWith(`${id}:`)) delete this.live[k];
-        if (e.error) this.error = e.error;
+        if (e.error) this.error = errorText(e.error);
         void this.reload(id);
         break;
     }

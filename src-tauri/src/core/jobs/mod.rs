@@ -34,7 +34,7 @@ pub enum JobUiEvent {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Stopped {
-    State { state: JobState, error: Option<String> },
+    State { state: JobState, error: Option<CommandError> },
 }
 
 /// Where a job's events go; Tauri channels in the app, a vector in tests.
@@ -228,20 +228,26 @@ impl JobsState {
         Ok(())
     }
 
-    fn run_blocking(&self, id: JobId, target: Target, control: &JobControl, listeners: &Listeners) -> Result<JobState, String> {
+    fn run_blocking(
+        &self,
+        id: JobId,
+        target: Target,
+        control: &JobControl,
+        listeners: &Listeners,
+    ) -> Result<JobState, CommandError> {
         // The runner writes through a connection of its own, so reading the table never waits
         // for a step of the job.
-        let store = Store::open(&self.db_path).map_err(|e| e.to_string())?;
+        let store = Store::open(&self.db_path)?;
         let report = |ev| broadcast(listeners, JobUiEvent::Run(ev));
         match target {
             Target::Local { engine, max_seqs } => {
                 let engine = engine.wait()?;
                 let backend = LocalBackend { engine: &engine, max_seqs };
-                run_job(&store, id, &backend, control, report).map_err(|e| e.to_string())
+                Ok(run_job(&store, id, &backend, control, report)?)
             }
             Target::Remote(config) => {
-                let backend = RemoteBackend::connect(config).map_err(|e| e.to_string())?;
-                run_job(&store, id, &backend, control, report).map_err(|e| e.to_string())
+                let backend = RemoteBackend::connect(config)?;
+                Ok(run_job(&store, id, &backend, control, report)?)
             }
         }
     }
@@ -296,7 +302,7 @@ mod tests {
         Target::Local { engine: engine.clone(), max_seqs: 4 }
     }
 
-    fn state_of(rx: &mpsc::Receiver<JobUiEvent>, seen: &mut Vec<JobUiEvent>) -> (JobState, Option<String>) {
+    fn state_of(rx: &mpsc::Receiver<JobUiEvent>, seen: &mut Vec<JobUiEvent>) -> (JobState, Option<CommandError>) {
         loop {
             match rx.recv_timeout(Duration::from_secs(300)).expect("the job never stopped") {
                 JobUiEvent::State(Stopped::State { state, error }) => return (state, error),
@@ -430,6 +436,8 @@ mod tests {
         jobs.run(job2.id, Target::Remote(remote.config(&gone).unwrap().unwrap()), tx).unwrap();
         let (state, error) = state_of(&rx, &mut Vec::new());
         assert_eq!(state, JobState::Paused);
-        assert!(error.unwrap().contains("cannot reach http://127.0.0.1:9/v1/models"));
+        let error = error.unwrap();
+        assert_eq!((error.code.as_str(), error.params["url"].as_str()), ("remote.unreachable", "http://127.0.0.1:9/v1/models"));
+        assert!(error.message.contains("cannot reach http://127.0.0.1:9/v1/models"), "{error:?}");
     }
 }

@@ -1,4 +1,5 @@
 use super::RemoteState;
+use crate::core::error::CommandError;
 use crate::core::settings::SettingsState;
 use ponder_jobs::remote::RemoteBackend;
 use tauri::State;
@@ -17,7 +18,7 @@ pub fn set_remote_key(remote: State<'_, RemoteState>, key: Option<String>) -> Re
 /// Asks the remote engine for its models with the saved address and key; returns the model
 /// jobs will use.
 #[tauri::command(async)]
-pub fn check_remote(remote: State<'_, RemoteState>, settings: State<'_, SettingsState>) -> Result<String, String> {
+pub fn check_remote(remote: State<'_, RemoteState>, settings: State<'_, SettingsState>) -> Result<String, CommandError> {
     let config = remote.config(&settings.get())?.ok_or("no remote engine is set up")?;
-    RemoteBackend::connect(config).map(|b| b.model().to_string()).map_err(|e| e.to_string())
+    Ok(RemoteBackend::connect(config)?.model().to_string())
 }
