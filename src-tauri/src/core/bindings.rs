@@ -64,6 +64,9 @@ fn declarations() -> String {
         out.push_str(&d);
         out.push('\n');
     }
+    // Rules the window shows, from the crates that own them.
+    let extensions = serde_json::to_string(ponder_jobs::reader::EXTENSIONS).expect("strings serialise");
+    out.push_str(&format!("\n/** The question-file extensions (`ponder_jobs::reader::EXTENSIONS`). */\nexport const QUESTION_EXTENSIONS: string[] = {extensions};\n"));
     out
 }
 

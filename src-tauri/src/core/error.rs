@@ -25,6 +25,11 @@ pub struct CommandError {
 }
 
 impl CommandError {
+    /// An error of the app's own, with its code, its English message and its values.
+    pub fn coded(code: &str, message: impl Into<String>, params: &[(&str, String)]) -> Self {
+        Self::new(code, message.into(), params)
+    }
+
     fn new(code: &str, message: String, params: &[(&str, String)]) -> Self {
         let params = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
         Self { code: code.into(), params, message }
@@ -143,7 +148,15 @@ impl From<RunError> for CommandError {
     }
 }
 
-/// The app's own messages (grants, settings, the keyring), not yet given codes of their own.
+impl From<crate::core::chat::store::ChatStoreError> for CommandError {
+    fn from(e: crate::core::chat::store::ChatStoreError) -> Self {
+        let message = e.to_string();
+        Self::new("chat.store", message.clone(), &[("detail", message)])
+    }
+}
+
+/// The app's own messages that have no code of their own (the keyring's, a file that cannot be
+/// written): shown as they are.
 impl From<String> for CommandError {
     fn from(message: String) -> Self {
         Self::new("app", message, &[])

@@ -194,3 +194,6 @@ params: { [key in string]: string },
  * The English message.
  */
 message: string, };
+
+/** The question-file extensions (`ponder_jobs::reader::EXTENSIONS`). */
+export const QUESTION_EXTENSIONS: string[] = ["txt","md","csv","tsv","jsonl","json","xlsx"];

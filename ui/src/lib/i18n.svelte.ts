@@ -12,7 +12,7 @@ const en = {
   'jobs.addFiles': 'Add question files…',
   'jobs.questionFiles': 'Question files',
   'jobs.none': 'No jobs yet.',
-  'jobs.dropHint': 'Drop files of questions anywhere on this window (.txt, .md, .csv, .tsv, .jsonl, .json, .xlsx), or add them with the button. With an answer key, Ponder checks every key.',
+  'jobs.dropHint': 'Drop files of questions anywhere on this window ({extensions}), or add them with the button. With an answer key, Ponder checks every key.',
   'jobs.dropHere': 'Drop to preview these files',
   'jobs.remove': 'Remove',
   'jobs.problemsFound': '{count} problems',
@@ -184,6 +184,30 @@ const en = {
   'error.remote.protocol': '{url}: unexpected answer: {detail}',
   'error.remote.refused': 'HTTP {status} from {url}: {detail}',
   'error.job.failed': 'The job stopped: {detail}',
+  'error.files.not_found': '{path}: no such file or folder',
+  'error.files.not_granted': '{path}: Ponder may only open files you drop on its window or pick',
+  'error.engine.no_model': 'No model is loaded.',
+  'error.engine.load_failed': '{path}: the model did not load: {detail}',
+  'error.download.busy': 'The model is already downloading.',
+  'error.jobs.samples': 'Samples per problem must be between 1 and 64.',
+  'error.jobs.max_tokens': 'Max tokens must be at least 1.',
+  'error.jobs.complete': 'Job {id} is already complete.',
+  'error.jobs.running': 'Stop the job before deleting it.',
+  'error.remote.none': 'No remote engine is set up (see Settings).',
+  'error.chat.empty': 'The message is empty.',
+  'error.chat.busy': 'A reply is still being written in this conversation.',
+  'error.chat.nothing_to_regenerate': 'There is nothing to regenerate.',
+  'error.chat.not_a_question': 'Only questions can be edited.',
+  'error.chat.store': 'The chat history failed: {detail}',
+  'error.settings.threads': 'Threads must be between 1 and 256.',
+  'error.settings.max_sequences': 'Sequences at once must be between 1 and 64.',
+  'error.settings.context_size': 'The context must be at least 512 tokens.',
+  'error.settings.temperature': 'Temperature must be between 0 and 2.',
+  'error.settings.top_p': 'Top-p must be above 0 and at most 1.',
+  'error.settings.max_tokens': 'Max tokens must be at least 1.',
+  'error.settings.thinking_budget': 'A thinking budget must be at least 1 token.',
+  'error.settings.server_port': 'The server port must be 1024 or above.',
+  'error.settings.remote_url': 'The remote engine’s address must start with http:// or https://.',
 
   // Warnings about a question file, by their code (`WarningCode`).
   'warning.no_question_field': 'no question field (question, problem, prompt, 题目…); skipped',
@@ -210,7 +234,7 @@ const zh: Record<MessageKey, string> = {
   'jobs.addFiles': '添加题目文件…',
   'jobs.questionFiles': '题目文件',
   'jobs.none': '还没有任务。',
-  'jobs.dropHint': '把题目文件拖到窗口任意位置（.txt、.md、.csv、.tsv、.jsonl、.json、.xlsx），或用按钮添加。带答案的文件会逐题核对答案。',
+  'jobs.dropHint': '把题目文件拖到窗口任意位置（{extensions}），或用按钮添加。带答案的文件会逐题核对答案。',
   'jobs.dropHere': '松开即可预览这些文件',
   'jobs.remove': '移除',
   'jobs.problemsFound': '{count} 道题',
@@ -382,6 +406,30 @@ const zh: Record<MessageKey, string> = {
   'error.remote.protocol': '{url}：意外的应答：{detail}',
   'error.remote.refused': '{url} 返回 HTTP {status}：{detail}',
   'error.job.failed': '任务已停止：{detail}',
+  'error.files.not_found': '{path}：没有这个文件或文件夹',
+  'error.files.not_granted': '{path}：Ponder 只能打开你拖到窗口上或选择的文件',
+  'error.engine.no_model': '还没有加载模型。',
+  'error.engine.load_failed': '{path}：模型加载失败：{detail}',
+  'error.download.busy': '模型已在下载中。',
+  'error.jobs.samples': '每题采样数必须在 1 到 64 之间。',
+  'error.jobs.max_tokens': '最大词元数至少为 1。',
+  'error.jobs.complete': '任务 {id} 已经完成。',
+  'error.jobs.running': '请先停止任务再删除。',
+  'error.remote.none': '尚未设置远程引擎（见设置）。',
+  'error.chat.empty': '消息为空。',
+  'error.chat.busy': '这个对话中还有回复正在生成。',
+  'error.chat.nothing_to_regenerate': '没有可以重新生成的内容。',
+  'error.chat.not_a_question': '只能编辑提问。',
+  'error.chat.store': '聊天记录出错：{detail}',
+  'error.settings.threads': '线程数必须在 1 到 256 之间。',
+  'error.settings.max_sequences': '同时生成的序列数必须在 1 到 64 之间。',
+  'error.settings.context_size': '上下文至少为 512 个词元。',
+  'error.settings.temperature': '温度必须在 0 到 2 之间。',
+  'error.settings.top_p': 'Top-p 必须大于 0 且不超过 1。',
+  'error.settings.max_tokens': '最大词元数至少为 1。',
+  'error.settings.thinking_budget': '思考预算至少为 1 个词元。',
+  'error.settings.server_port': '服务器端口必须不小于 1024。',
+  'error.settings.remote_url': '远程引擎地址必须以 http:// 或 https:// 开头。',
 
   'warning.no_question_field': '没有题目字段（question、problem、prompt、题目…），已跳过',
   'warning.empty_entry': '空条目，已跳过',
@@ -429,6 +477,11 @@ export function warningText(w: Warning): string {
 /** How a job's sample ended, in the current language; an error's own text shows as it is. */
 export function finishText(reason: string): string {
   return `jobs.finish.${reason}` in en ? t(`jobs.finish.${reason}` as MessageKey) : reason;
+}
+
+/** Items as a list in the current language: "a, b or c", "a、b或c". */
+export function listText(items: string[]): string {
+  return new Intl.ListFormat(current.language, { type: 'disjunction' }).format(items);
 }
 
 /** The text for `key` in the current language, with `{name}` placeholders filled in. */

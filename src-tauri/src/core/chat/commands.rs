@@ -2,6 +2,7 @@
 use super::store::{ChatMessage, Conversation, Role, UNTITLED};
 use super::{ChatEvent, ChatState};
 use crate::core::engine::EngineState;
+use crate::core::error::CommandError;
 use crate::core::settings::SettingsState;
 use serde::Serialize;
 use std::sync::Arc;
@@ -11,29 +12,29 @@ use tauri::State;
 type Chat<'a> = State<'a, Arc<ChatState>>;
 
 #[tauri::command]
-pub fn list_conversations(chat: Chat<'_>, query: Option<String>) -> Result<Vec<Conversation>, String> {
-    chat.store.lock().unwrap().conversations(query.as_deref().unwrap_or("").trim()).map_err(|e| e.to_string())
+pub fn list_conversations(chat: Chat<'_>, query: Option<String>) -> Result<Vec<Conversation>, CommandError> {
+    chat.store.lock().unwrap().conversations(query.as_deref().unwrap_or("").trim()).map_err(CommandError::from)
 }
 
 #[tauri::command]
-pub fn create_conversation(chat: Chat<'_>) -> Result<Conversation, String> {
-    chat.store.lock().unwrap().create(UNTITLED).map_err(|e| e.to_string())
+pub fn create_conversation(chat: Chat<'_>) -> Result<Conversation, CommandError> {
+    chat.store.lock().unwrap().create(UNTITLED).map_err(CommandError::from)
 }
 
 #[tauri::command]
-pub fn rename_conversation(chat: Chat<'_>, id: i64, title: String) -> Result<(), String> {
-    chat.store.lock().unwrap().rename(id, title.trim()).map_err(|e| e.to_string())
+pub fn rename_conversation(chat: Chat<'_>, id: i64, title: String) -> Result<(), CommandError> {
+    chat.store.lock().unwrap().rename(id, title.trim()).map_err(CommandError::from)
 }
 
 #[tauri::command]
-pub fn delete_conversation(chat: Chat<'_>, id: i64) -> Result<(), String> {
+pub fn delete_conversation(chat: Chat<'_>, id: i64) -> Result<(), CommandError> {
     chat.stop(id);
-    chat.store.lock().unwrap().delete(id).map_err(|e| e.to_string())
+    chat.store.lock().unwrap().delete(id).map_err(CommandError::from)
 }
 
 #[tauri::command]
-pub fn get_messages(chat: Chat<'_>, conversation_id: i64) -> Result<Vec<ChatMessage>, String> {
-    chat.store.lock().unwrap().messages(conversation_id).map_err(|e| e.to_string())
+pub fn get_messages(chat: Chat<'_>, conversation_id: i64) -> Result<Vec<ChatMessage>, CommandError> {
+    chat.store.lock().unwrap().messages(conversation_id).map_err(CommandError::from)
 }
 
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -52,15 +53,15 @@ pub fn send_message(
     conversation_id: i64,
     content: String,
     on_event: Channel<ChatEvent>,
-) -> Result<Sent, String> {
+) -> Result<Sent, CommandError> {
     let content = content.trim();
     if content.is_empty() {
-        return Err("the message is empty".into());
+        return Err(CommandError::coded("chat.empty", "the message is empty", &[]));
     }
     if chat.is_running(conversation_id) {
-        return Err("a reply is still being written in this conversation".into());
+        return Err(CommandError::coded("chat.busy", "a reply is still being written in this conversation", &[]));
     }
-    let question = chat.store.lock().unwrap().add(conversation_id, Role::User, content).map_err(|e| e.to_string())?;
+    let question = chat.store.lock().unwrap().add(conversation_id, Role::User, content)?;
     let reply = chat.start_reply(conversation_id, engine.inner().clone(), &settings.get(), on_event)?;
     Ok(Sent { question, reply })
 }
@@ -73,11 +74,15 @@ pub fn regenerate(
     settings: State<'_, SettingsState>,
     conversation_id: i64,
     on_event: Channel<ChatEvent>,
-) -> Result<ChatMessage, String> {
+) -> Result<ChatMessage, CommandError> {
     let last_question = {
         let store = chat.store.lock().unwrap();
-        let messages = store.messages(conversation_id).map_err(|e| e.to_string())?;
-        messages.into_iter().rev().find(|m| m.role == Role::User).ok_or("nothing to regenerate")?
+        let messages = store.messages(conversation_id)?;
+        messages.into_iter().rev().find(|m| m.role == Role::User).ok_or(CommandError::coded(
+            "chat.nothing_to_regenerate",
+            "nothing to regenerate",
+            &[],
+        ))?
     };
     resend_from(&chat, &engine, &settings, last_question, None, on_event)
 }
@@ -91,14 +96,14 @@ pub fn edit_and_resend(
     message_id: i64,
     content: String,
     on_event: Channel<ChatEvent>,
-) -> Result<ChatMessage, String> {
-    let question = chat.store.lock().unwrap().message(message_id).map_err(|e| e.to_string())?;
+) -> Result<ChatMessage, CommandError> {
+    let question = chat.store.lock().unwrap().message(message_id)?;
     if question.role != Role::User {
-        return Err("only questions can be edited".into());
+        return Err(CommandError::coded("chat.not_a_question", "only questions can be edited", &[]));
     }
     let content = content.trim().to_string();
     if content.is_empty() {
-        return Err("the message is empty".into());
+        return Err(CommandError::coded("chat.empty", "the message is empty", &[]));
     }
     resend_from(&chat, &engine, &settings, question, Some(content), on_event)
 }
@@ -110,16 +115,16 @@ fn resend_from(
     question: ChatMessage,
     new_content: Option<String>,
     on_event: Channel<ChatEvent>,
-) -> Result<ChatMessage, String> {
+) -> Result<ChatMessage, CommandError> {
     if chat.is_running(question.conversation_id) {
-        return Err("a reply is still being written in this conversation".into());
+        return Err(CommandError::coded("chat.busy", "a reply is still being written in this conversation", &[]));
     }
     {
         let store = chat.store.lock().unwrap();
         if let Some(c) = &new_content {
-            store.set_content(question.id, c).map_err(|e| e.to_string())?;
+            store.set_content(question.id, c)?;
         }
-        store.truncate_after(question.id).map_err(|e| e.to_string())?;
+        store.truncate_after(question.id)?;
     }
     chat.start_reply(question.conversation_id, engine.clone(), &settings.get(), on_event)
 }

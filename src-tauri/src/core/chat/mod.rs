@@ -3,6 +3,7 @@ pub mod commands;
 pub mod store;
 
 use crate::core::engine::EngineState;
+use crate::core::error::CommandError;
 use crate::core::settings::Settings;
 use ponder_engine::{Canceller, Channel, Event, GenerateRequest, Message, Priority, SamplingParams};
 use serde::Serialize;
@@ -117,12 +118,12 @@ impl ChatState {
         engine: Arc<EngineState>,
         settings: &Settings,
         sink: impl ReplySink,
-    ) -> Result<ChatMessage, String> {
+    ) -> Result<ChatMessage, CommandError> {
         let cancel = Arc::new(StopSwitch::default());
         {
             let mut running = self.running.lock().unwrap();
             if running.contains_key(&conversation_id) {
-                return Err("a reply is still being written in this conversation".into());
+                return Err(CommandError::coded("chat.busy", "a reply is still being written in this conversation", &[]));
             }
             running.insert(conversation_id, cancel.clone());
         }
@@ -136,7 +137,7 @@ impl ChatState {
             Ok(p) => p,
             Err(e) => {
                 self.running.lock().unwrap().remove(&conversation_id);
-                return Err(e.to_string());
+                return Err(e.into());
             }
         };
         let request = GenerateRequest {
@@ -181,7 +182,8 @@ impl ChatState {
         cancel: &StopSwitch,
         sink: &impl ReplySink,
     ) -> Result<(), String> {
-        let engine = engine.wait()?;
+        // The reply's own errors travel as text in its Finished event.
+        let engine = engine.wait().map_err(|e| e.to_string())?;
         // A long conversation gets the room that is left rather than an error.
         let used = engine.prompt_tokens(&request.prompt).map_err(|e| e.to_string())?;
         let room = engine.context_length().saturating_sub(used);
@@ -317,7 +319,7 @@ mod tests {
         assert_eq!((reply.role, reply.finish_reason.as_deref()), (Role::Assistant, None));
         // One reply at a time per conversation.
         let (tx2, _rx2) = mpsc::channel();
-        assert!(chat.start_reply(conv.id, engine.clone(), &settings, tx2).unwrap_err().contains("still being written"));
+        assert!(chat.start_reply(conv.id, engine.clone(), &settings, tx2).unwrap_err().code == "chat.busy");
 
         let (events, saved, error) = finished(&rx);
         assert_eq!(error, None);

@@ -2,6 +2,7 @@
 //! while the window is already up; commands that need the engine wait for it.
 pub mod commands;
 
+use crate::core::error::CommandError;
 use crate::core::settings::Settings;
 use ponder_engine::{Engine, EngineConfig, EngineStats, LoadOptions, ModelInfo};
 use serde::Serialize;
@@ -75,14 +76,17 @@ impl EngineState {
     }
 
     /// The engine, waiting for a load in progress to end.
-    pub fn wait(&self) -> Result<Arc<Engine>, String> {
+    pub fn wait(&self) -> Result<Arc<Engine>, CommandError> {
         let mut slot = self.slot.lock().unwrap();
         loop {
             match &*slot {
                 Slot::Loading(_) => slot = self.changed.wait(slot).unwrap(),
                 Slot::Ready(engine) => return Ok(engine.clone()),
-                Slot::Empty => return Err("no model is loaded".into()),
-                Slot::Failed { path, error } => return Err(format!("{}: {error}", path.display())),
+                Slot::Empty => return Err(CommandError::coded("engine.no_model", "no model is loaded", &[])),
+                Slot::Failed { path, error } => {
+                    let params = [("path", path.display().to_string()), ("detail", error.clone())];
+                    return Err(CommandError::coded("engine.load_failed", format!("{}: {error}", path.display()), &params));
+                }
             }
         }
     }

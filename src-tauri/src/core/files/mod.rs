@@ -3,6 +3,7 @@
 //! even script injected into the page could not reach other files.
 pub mod commands;
 
+use crate::core::error::CommandError;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -30,14 +31,18 @@ impl FileGrants {
     }
 
     /// The path, if the user gave it (a granted folder covers what is inside it: a model folder).
-    pub fn check(&self, path: &str) -> Result<PathBuf, String> {
+    pub fn check(&self, path: &str) -> Result<PathBuf, CommandError> {
         let path = PathBuf::from(path);
-        let resolved = resolve(&path).ok_or_else(|| format!("{}: no such file or folder", path.display()))?;
+        let shown = [("path", path.display().to_string())];
+        let Some(resolved) = resolve(&path) else {
+            return Err(CommandError::coded("files.not_found", format!("{}: no such file or folder", path.display()), &shown));
+        };
         let granted = self.0.lock().unwrap();
         if resolved.ancestors().any(|a| granted.contains(a)) {
             Ok(resolved)
         } else {
-            Err(format!("{}: Ponder may only open files you drop on its window or pick", path.display()))
+            let message = format!("{}: Ponder may only open files you drop on its window or pick", path.display());
+            Err(CommandError::coded("files.not_granted", message, &shown))
         }
     }
 }
@@ -59,7 +64,8 @@ mod tests {
 
         let g = FileGrants::default();
         let s = |p: &Path| p.display().to_string();
-        assert!(g.check(&s(&set)).unwrap_err().contains("only open files you drop"));
+        let refused = g.check(&s(&set)).unwrap_err();
+        assert!(refused.code == "files.not_granted" && refused.message.contains("only open files you drop"), "{refused:?}");
         g.grant([set.clone(), model.clone(), dir.path().join("report.md")]);
         assert!(g.check(&s(&set)).is_ok());
         assert!(g.check(&s(&model.join("config.json"))).is_ok());
@@ -67,6 +73,7 @@ mod tests {
         assert!(g.check(&s(&other)).is_err());
         // No way around it with `..`.
         assert!(g.check(&format!("{}/../secret.txt", model.display())).is_err());
-        assert!(g.check("/nonexistent/file.csv").unwrap_err().contains("no such file"));
+        let missing = g.check("/nonexistent/file.csv").unwrap_err();
+        assert!(missing.code == "files.not_found" && missing.params["path"] == "/nonexistent/file.csv", "{missing:?}");
     }
 }

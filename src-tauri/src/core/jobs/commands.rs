@@ -66,7 +66,11 @@ pub fn run_job(
     let settings = settings.get();
     let target = match on {
         RunOn::Local => Target::Local { engine: engine.inner().clone(), max_seqs: settings.max_sequences },
-        RunOn::Remote => Target::Remote(remote.config(&settings)?.ok_or("no remote engine is set up (see Settings)")?),
+        RunOn::Remote => Target::Remote(remote.config(&settings)?.ok_or(CommandError::coded(
+            "remote.none",
+            "no remote engine is set up (see Settings)",
+            &[],
+        ))?),
     };
     jobs.run(id, target, on_event)
 }

@@ -157,10 +157,10 @@ impl JobsState {
     /// Reads the file again (what the preview showed may have changed) and stores a new job.
     pub fn create(&self, path: &Path, options: &JobOptions) -> Result<JobSummary, CommandError> {
         if options.samples == 0 || options.samples > 64 {
-            return Err("samples per problem must be between 1 and 64".into());
+            return Err(CommandError::coded("jobs.samples", "samples per problem must be between 1 and 64", &[]));
         }
         if options.max_tokens == 0 {
-            return Err("max tokens must be at least 1".into());
+            return Err(CommandError::coded("jobs.max_tokens", "max tokens must be at least 1", &[]));
         }
         let p = ponder_jobs::read_file(path, &Default::default())?;
         if p.problems.is_empty() {
@@ -201,7 +201,11 @@ impl JobsState {
             }
             let summary = self.store.lock().unwrap().job(id)?;
             if summary.state == JobState::Done {
-                return Err(format!("job {id} is already complete").into());
+                return Err(CommandError::coded(
+                    "jobs.complete",
+                    format!("job {id} is already complete"),
+                    &[("id", id.to_string())],
+                ));
             }
             let listeners: Listeners = Arc::new(Mutex::new(vec![Box::new(sink) as Box<dyn JobSink>]));
             let control = JobControl::default();
@@ -269,7 +273,7 @@ impl JobsState {
 
     pub fn delete(&self, id: JobId) -> Result<(), CommandError> {
         if self.is_running(id) {
-            return Err("stop the job before deleting it".into());
+            return Err(CommandError::coded("jobs.running", "stop the job before deleting it", &[]));
         }
         self.store.lock().unwrap().delete_job(id).map_err(CommandError::from)
     }

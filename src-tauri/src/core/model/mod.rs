@@ -1,6 +1,7 @@
 //! Which model the app uses, whether it is there yet, and getting one.
 pub mod commands;
 
+use crate::core::error::CommandError;
 use crate::core::settings::Settings;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -58,10 +59,10 @@ pub struct DownloadState(Mutex<Option<Arc<AtomicBool>>>);
 
 impl DownloadState {
     /// Marks a download as started; one at a time.
-    pub fn begin(&self) -> Result<Arc<AtomicBool>, String> {
+    pub fn begin(&self) -> Result<Arc<AtomicBool>, CommandError> {
         let mut current = self.0.lock().unwrap();
         if current.is_some() {
-            return Err("the model is already downloading".into());
+            return Err(CommandError::coded("download.busy", "the model is already downloading", &[]));
         }
         let flag = Arc::new(AtomicBool::new(false));
         *current = Some(flag.clone());

@@ -19,6 +19,6 @@ pub fn set_remote_key(remote: State<'_, RemoteState>, key: Option<String>) -> Re
 /// jobs will use.
 #[tauri::command(async)]
 pub fn check_remote(remote: State<'_, RemoteState>, settings: State<'_, SettingsState>) -> Result<String, CommandError> {
-    let config = remote.config(&settings.get())?.ok_or("no remote engine is set up")?;
+    let config = remote.config(&settings.get())?.ok_or(CommandError::coded("remote.none", "no remote engine is set up", &[]))?;
     Ok(RemoteBackend::connect(config)?.model().to_string())
 }

@@ -97,7 +97,7 @@ pub mod tests {
         assert_eq!(remote.config(&settings).unwrap().unwrap().api_key, None);
         assert!(remote.config(&Settings::default()).unwrap().is_none());
         let bad = Settings { remote_url: Some("gpu:8000".into()), ..Settings::default() };
-        assert!(bad.validate().unwrap_err().contains("remote_url"));
+        assert_eq!(bad.validate().unwrap_err().code, "settings.remote_url");
     }
 
     #[test]

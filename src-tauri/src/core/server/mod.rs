@@ -85,7 +85,7 @@ impl ServerState {
         tauri::async_runtime::spawn(async move {
             let engine = match tauri::async_runtime::spawn_blocking(move || engine.wait()).await {
                 Ok(Ok(engine)) => engine,
-                Ok(Err(error)) => return set(ServerStatus::Failed { port, error }),
+                Ok(Err(error)) => return set(ServerStatus::Failed { port, error: error.to_string() }),
                 Err(e) => return set(ServerStatus::Failed { port, error: e.to_string() }),
             };
             let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));

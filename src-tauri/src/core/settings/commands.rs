@@ -15,7 +15,7 @@ pub fn save_settings(
     server: tauri::State<'_, ServerState>,
     engine: tauri::State<'_, Arc<EngineState>>,
     settings: Settings,
-) -> Result<Settings, String> {
+) -> Result<Settings, crate::core::error::CommandError> {
     let saved = state.set(settings)?;
     server.apply(saved.server_enabled, saved.server_port, engine.inner().clone());
     Ok(saved)

@@ -2,6 +2,7 @@
 //! older or hand-edited file still loads; a file that does not parse is kept aside, not lost.
 pub mod commands;
 
+use crate::core::error::CommandError;
 use crate::core::paths::AppPaths;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -78,23 +79,26 @@ impl Default for Settings {
 
 impl Settings {
     /// What is wrong with these settings, field by field, if anything.
-    pub fn validate(&self) -> Result<(), String> {
+    /// What is wrong with these settings, if anything: the first field at fault (its code is
+    /// `settings.<field>`).
+    pub fn validate(&self) -> Result<(), CommandError> {
         let checks = [
-            (self.threads >= 1 && self.threads <= 256, "threads must be between 1 and 256"),
-            (self.max_sequences >= 1 && self.max_sequences <= 64, "max_sequences must be between 1 and 64"),
-            (self.context_size >= 512, "context_size must be at least 512 tokens"),
-            ((0.0..=2.0).contains(&self.temperature), "temperature must be between 0 and 2"),
-            (self.top_p > 0.0 && self.top_p <= 1.0, "top_p must be in (0, 1]"),
-            (self.max_tokens >= 1, "max_tokens must be at least 1"),
-            (self.thinking_budget != Some(0), "thinking_budget must be at least 1 when set"),
-            (self.server_port >= 1024, "server_port must be 1024 or above"),
+            (self.threads >= 1 && self.threads <= 256, "threads", "threads must be between 1 and 256"),
+            (self.max_sequences >= 1 && self.max_sequences <= 64, "max_sequences", "max_sequences must be between 1 and 64"),
+            (self.context_size >= 512, "context_size", "context_size must be at least 512 tokens"),
+            ((0.0..=2.0).contains(&self.temperature), "temperature", "temperature must be between 0 and 2"),
+            (self.top_p > 0.0 && self.top_p <= 1.0, "top_p", "top_p must be in (0, 1]"),
+            (self.max_tokens >= 1, "max_tokens", "max_tokens must be at least 1"),
+            (self.thinking_budget != Some(0), "thinking_budget", "thinking_budget must be at least 1 when set"),
+            (self.server_port >= 1024, "server_port", "server_port must be 1024 or above"),
             (
                 self.remote_url.as_deref().is_none_or(|u| u.starts_with("http://") || u.starts_with("https://")),
+                "remote_url",
                 "remote_url must start with http:// or https://",
             ),
         ];
-        match checks.iter().find(|(ok, _)| !ok) {
-            Some((_, why)) => Err(why.to_string()),
+        match checks.iter().find(|(ok, _, _)| !ok) {
+            Some((_, field, why)) => Err(CommandError::coded(&format!("settings.{field}"), *why, &[])),
             None => Ok(()),
         }
     }
@@ -125,7 +129,7 @@ impl SettingsState {
     }
 
     /// Validates and saves (atomically: a crash leaves the old file or the new one).
-    pub fn set(&self, settings: Settings) -> Result<Settings, String> {
+    pub fn set(&self, settings: Settings) -> Result<Settings, CommandError> {
         settings.validate()?;
         let file = self.paths.settings_file();
         let tmp = file.with_extension("json.tmp");
@@ -135,7 +139,7 @@ impl SettingsState {
         Ok(settings)
     }
 
-    pub fn update(&self, f: impl FnOnce(&mut Settings)) -> Result<Settings, String> {
+    pub fn update(&self, f: impl FnOnce(&mut Settings)) -> Result<Settings, CommandError> {
         let mut s = self.get();
         f(&mut s);
         self.set(s)
@@ -179,7 +183,7 @@ mod tests {
     fn bad_values_are_refused_with_the_field() {
         let dir = tempfile::tempdir().unwrap();
         let err = state(dir.path()).update(|s| s.top_p = 0.0).unwrap_err();
-        assert!(err.contains("top_p"), "{err}");
+        assert!(err.code == "settings.top_p" && err.message.contains("top_p"), "{err:?}");
         assert!(!dir.path().join("settings.json").exists());
     }
 }
