@@ -335,10 +335,6 @@ impl Ctx {
     }
 }
 
-fn usage_of(prompt: usize, completion: usize, reasoning: usize) -> Usage {
-    Usage::new(prompt, completion, reasoning)
-}
-
 /// Waits for every sample. The request is cancelled if this future is dropped first (the
 /// client went away): dropping the handle cancels it.
 async fn collect(mut handle: RequestHandle) -> Result<(Vec<Event>, Usage), ApiError> {
@@ -354,7 +350,7 @@ async fn collect(mut handle: RequestHandle) -> Result<(Vec<Event>, Usage), ApiEr
             reasoning += usage.thinking_tokens;
         }
     }
-    Ok((events, usage_of(prompt, completion, reasoning)))
+    Ok((events, Usage::new(prompt, completion, reasoning)))
 }
 
 /// Server-sent events from a request, forwarded by a task that ends, dropping the handle and
@@ -395,7 +391,7 @@ fn stream(
             }
         }
         if let Some(usage_chunk) = usage_chunk {
-            let u = usage_chunk(usage_of(prompt, completion, reasoning));
+            let u = usage_chunk(Usage::new(prompt, completion, reasoning));
             let _ = tx.send(Ok(SseEvent::default().data(u.to_string()))).await;
         }
         let _ = tx.send(Ok(SseEvent::default().data("[DONE]"))).await;

@@ -163,12 +163,6 @@ impl From<String> for CommandError {
     }
 }
 
-impl From<&str> for CommandError {
-    fn from(message: &str) -> Self {
-        Self::from(message.to_string())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
