@@ -59,9 +59,16 @@ describe('MessageItem', () => {
     expect(screen.getByTestId('notice').textContent).toBe('Stopped.');
   });
 
-  it('shows an error', () => {
-    render(MessageItem, { message: reply({ finish_reason: 'error', error: 'no model is loaded' }) });
-    expect(screen.getByTestId('notice').textContent).toBe('Failed: no model is loaded');
+  it('shows an error in the window\'s words', () => {
+    const error = { code: 'engine.no_model', params: {}, message: 'no model is loaded' };
+    render(MessageItem, { message: reply({ finish_reason: 'error', error }) });
+    expect(screen.getByTestId('notice').textContent).toBe('Failed: No model is loaded.');
+  });
+
+  it('shows an error the window has no words for in Rust\'s English', () => {
+    const error = { code: 'engine.something_new', params: {}, message: 'a new failure' };
+    render(MessageItem, { message: reply({ finish_reason: 'error', error }) });
+    expect(screen.getByTestId('notice').textContent).toBe('Failed: a new failure');
   });
 
   it('renders a hostile answer inert', () => {

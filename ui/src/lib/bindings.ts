@@ -15,11 +15,11 @@ tokens_per_second: number, total_generated: number, };
 
 export type Channel = "thinking" | "answer";
 
-export type ModelStatus = { "state": "missing", default_model: string, } | { "state": "ready", info: ModelInfo, } | { "state": "invalid", path: string, error: string, default_model: string, };
+export type ModelStatus = { "state": "missing", default_model: string, } | { "state": "ready", info: ModelInfo, } | { "state": "invalid", path: string, error: CommandError, default_model: string, };
 
-export type DownloadEvent = { "event": "started", total_bytes: number, } | { "event": "progress", downloaded_bytes: number, total_bytes: number, bytes_per_second: number, } | { "event": "finished", path: string, } | { "event": "failed", error: string, };
+export type DownloadEvent = { "event": "started", total_bytes: number, } | { "event": "progress", downloaded_bytes: number, total_bytes: number, bytes_per_second: number, } | { "event": "finished", path: string, } | { "event": "failed", error: CommandError, };
 
-export type EngineStatus = { "state": "empty" } | { "state": "loading", path: string, } | { "state": "ready", model: ModelInfo, stats: EngineStats, } | { "state": "failed", path: string, error: string, };
+export type EngineStatus = { "state": "empty" } | { "state": "loading", path: string, } | { "state": "ready", model: ModelInfo, stats: EngineStats, } | { "state": "failed", path: string, error: CommandError, };
 
 export type Language = "en" | "zh-CN";
 
@@ -56,7 +56,7 @@ remote_url: string | null,
  */
 remote_model: string | null, language: Language, theme: Theme, };
 
-export type ServerStatus = { "state": "off" } | { "state": "starting", port: number, } | { "state": "on", port: number, url: string, } | { "state": "failed", port: number, error: string, };
+export type ServerStatus = { "state": "off" } | { "state": "starting", port: number, } | { "state": "on", port: number, url: string, } | { "state": "failed", port: number, error: CommandError, };
 
 export type Conversation = { id: number, title: string, updated_at: number, };
 
@@ -74,7 +74,7 @@ content: string, thinking: string,
  */
 finish_reason: string | null, stats: ReplyStats | null, };
 
-export type ChatEvent = { "event": "started", prompt_tokens: number, } | { "event": "delta", channel: Channel, text: string, } | { "event": "finished", message: ChatMessage, error: string | null, };
+export type ChatEvent = { "event": "started", prompt_tokens: number, } | { "event": "delta", channel: Channel, text: string, } | { "event": "finished", message: ChatMessage, error: CommandError | null, };
 
 export type Sent = { question: ChatMessage, reply: ChatMessage, };
 

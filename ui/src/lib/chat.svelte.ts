@@ -1,6 +1,6 @@
 // The chat window's state: the conversation list, the open conversation, and replies as they
 // stream in. Rust owns the conversations; this only mirrors them and applies stream events.
-import { chat, type ChatEvent, type ChatMessage, type Conversation } from './api';
+import { chat, type ChatEvent, type ChatMessage, type CommandError, type Conversation } from './api';
 import { errorText } from './i18n.svelte';
 
 /** A message as shown: the stored one plus what only matters while it streams. */
@@ -11,10 +11,11 @@ export interface ShownMessage extends ChatMessage {
   /** When thinking started and ended, for the live timer. */
   thinkingStartedAt: number | null;
   thinkingEndedAt: number | null;
-  error: string | null;
+  /** Why the reply failed; translated where it is shown, so it follows the window's language. */
+  error: CommandError | null;
 }
 
-function shown(m: ChatMessage, error: string | null = null): ShownMessage {
+function shown(m: ChatMessage, error: CommandError | null = null): ShownMessage {
   return { ...m, liveThinkingTokens: 0, liveAnswerTokens: 0, thinkingStartedAt: null, thinkingEndedAt: null, error };
 }
 

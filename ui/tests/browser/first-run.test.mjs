@@ -41,9 +41,9 @@ test('with a model the app opens the workbench', async () => {
 
 test('a broken configured model shows why, on the first-run screen', async () => {
   const page = await ctx.browser.newPage();
-  await mockIpc(page, { ...base, model_status: { state: 'invalid', path: '/m/bad.gguf', error: 'not a GGUF file', default_model: 'D' } });
+  await mockIpc(page, { ...base, model_status: { state: 'invalid', path: '/m/bad.gguf', error: { code: 'model.not_gguf', params: { path: '/m/bad.gguf' }, message: '/m/bad.gguf is not a GGUF file' }, default_model: 'D' } });
   await page.goto(ctx.server.url);
   await page.getByTestId('first-run').waitFor();
-  assert.equal(await page.getByTestId('model-problem').textContent(), '/m/bad.gguf: not a GGUF file');
+  assert.equal(await page.getByTestId('model-problem').textContent(), '/m/bad.gguf: not a GGUF file (it does not start with the GGUF magic bytes)');
   await page.close();
 });

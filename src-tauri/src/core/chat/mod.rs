@@ -5,7 +5,7 @@ pub mod store;
 use crate::core::engine::EngineState;
 use crate::core::error::CommandError;
 use crate::core::settings::Settings;
-use ponder_engine::{Canceller, Channel, Event, GenerateRequest, Message, Priority, SamplingParams};
+use ponder_engine::{Canceller, Channel, EngineError, Event, GenerateRequest, Message, Priority, SamplingParams};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -28,7 +28,7 @@ pub enum ChatEvent {
     /// The reply as saved, with why it ended (and the error, if it failed).
     Finished {
         message: ChatMessage,
-        error: Option<String>,
+        error: Option<CommandError>,
     },
 }
 
@@ -181,20 +181,21 @@ impl ChatState {
         engine: &EngineState,
         cancel: &StopSwitch,
         sink: &impl ReplySink,
-    ) -> Result<(), String> {
-        // The reply's own errors travel as text in its Finished event.
-        let engine = engine.wait().map_err(|e| e.to_string())?;
+    ) -> Result<(), CommandError> {
+        // The reply's own errors travel in its Finished event.
+        let engine = engine.wait()?;
         // A long conversation gets the room that is left rather than an error.
-        let used = engine.prompt_tokens(&request.prompt).map_err(|e| e.to_string())?;
-        let room = engine.context_length().saturating_sub(used);
+        let used = engine.prompt_tokens(&request.prompt)?;
+        let context = engine.context_length();
+        let room = context.saturating_sub(used);
         if room < 16 {
-            return Err(format!(
-                "this conversation ({used} tokens) fills the model's context of {} tokens: start a new one",
-                engine.context_length()
-            ));
+            let message =
+                format!("this conversation ({used} tokens) fills the model's context of {context} tokens: start a new one");
+            let params = [("used", used.to_string()), ("context_length", context.to_string())];
+            return Err(CommandError::coded("chat.context_full", message, &params));
         }
         let request = GenerateRequest { max_tokens: request.max_tokens.min(room), ..request };
-        let mut handle = engine.submit(request).map_err(|e| e.to_string())?;
+        let mut handle = engine.submit(request)?;
         // A stop that came while the model loaded applies now; the engine then ends the reply
         // as cancelled, which is saved like any other ending.
         cancel.connect(handle.canceller());
@@ -202,7 +203,7 @@ impl ChatState {
         let (mut thinking_started, mut thinking_ended) = (None::<Instant>, None::<Instant>);
         let mut last_save = Instant::now();
         loop {
-            let Some(event) = handle.recv() else { return Err("the engine stopped".into()) };
+            let Some(event) = handle.recv() else { return Err(EngineError::EngineStopped.into()) };
             match event {
                 Event::Started { prompt_tokens, .. } => {
                     sink.send(ChatEvent::Started { prompt_tokens });
@@ -239,13 +240,12 @@ impl ChatState {
                         thinking_seconds,
                     };
                     let reason = reason.as_str();
-                    self.store
-                        .lock()
-                        .unwrap()
-                        .save_reply(reply_id, &answer, &thinking, Some(reason), Some(&stats))
-                        .map_err(|e| e.to_string())?;
+                    self.store.lock().unwrap().save_reply(reply_id, &answer, &thinking, Some(reason), Some(&stats))?;
                     return match error {
-                        Some(e) => Err(e),
+                        Some(detail) => {
+                            let message = format!("the engine failed: {detail}");
+                            Err(CommandError::coded("engine.failed", message, &[("detail", detail)]))
+                        }
                         None => Ok(()),
                     };
                 }
@@ -266,7 +266,7 @@ mod tests {
         }
     }
 
-    fn finished(rx: &mpsc::Receiver<ChatEvent>) -> (Vec<ChatEvent>, ChatMessage, Option<String>) {
+    fn finished(rx: &mpsc::Receiver<ChatEvent>) -> (Vec<ChatEvent>, ChatMessage, Option<CommandError>) {
         let mut seen = Vec::new();
         loop {
             match rx.recv_timeout(Duration::from_secs(300)).expect("the reply never finished") {
@@ -365,5 +365,17 @@ mod tests {
         assert_eq!(stopped.finish_reason.as_deref(), Some("cancelled"));
         assert!(!stopped.content.is_empty());
         assert!(stopped.stats.unwrap().answer_tokens < 1500);
+
+        // A conversation that fills the context ends its reply with a coded error the window
+        // translates, and the reply is saved as failed.
+        let full = chat.store.lock().unwrap().create(store::UNTITLED).unwrap();
+        chat.store.lock().unwrap().add(full.id, Role::User, &"seven ".repeat(2100)).unwrap();
+        let (tx, rx) = mpsc::channel();
+        chat.start_reply(full.id, engine.clone(), &settings, tx).unwrap();
+        let (_, failed, error) = finished(&rx);
+        let error = error.expect("a full context is an error");
+        assert_eq!(error.code, "chat.context_full", "{error:?}");
+        assert_eq!(error.params["context_length"], "2048");
+        assert_eq!(failed.finish_reason.as_deref(), Some("error"));
     }
 }

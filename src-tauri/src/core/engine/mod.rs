@@ -13,7 +13,7 @@ enum Slot {
     Empty,
     Loading(PathBuf),
     Ready(Arc<Engine>),
-    Failed { path: PathBuf, error: String },
+    Failed { path: PathBuf, error: CommandError },
 }
 
 /// What the status bar shows.
@@ -24,7 +24,7 @@ pub enum EngineStatus {
     Empty,
     Loading { path: String },
     Ready { model: ModelInfo, stats: EngineStats },
-    Failed { path: String, error: String },
+    Failed { path: String, error: CommandError },
 }
 
 pub struct EngineState {
@@ -66,7 +66,7 @@ impl EngineState {
                         Ok(engine) => Slot::Ready(Arc::new(engine)),
                         Err(e) => {
                             tracing::error!("{}: {e}", path.display());
-                            Slot::Failed { path, error: e.to_string() }
+                            Slot::Failed { path, error: e.into() }
                         }
                     };
                     this.changed.notify_all();
@@ -83,10 +83,7 @@ impl EngineState {
                 Slot::Loading(_) => slot = self.changed.wait(slot).unwrap(),
                 Slot::Ready(engine) => return Ok(engine.clone()),
                 Slot::Empty => return Err(CommandError::coded("engine.no_model", "no model is loaded", &[])),
-                Slot::Failed { path, error } => {
-                    let params = [("path", path.display().to_string()), ("detail", error.clone())];
-                    return Err(CommandError::coded("engine.load_failed", format!("{}: {error}", path.display()), &params));
-                }
+                Slot::Failed { error, .. } => return Err(error.clone()),
             }
         }
     }

@@ -88,8 +88,9 @@ pub fn download_default_model(
             Ok(super::status(&saved))
         }
         Err(e) => {
-            let _ = on_event.send(DownloadEvent::Failed { error: e.to_string() });
-            Err(e.into())
+            let error = CommandError::from(e);
+            let _ = on_event.send(DownloadEvent::Failed { error: error.clone() });
+            Err(error)
         }
     }
 }

@@ -18,7 +18,7 @@ pub enum ModelStatus {
     /// A model file or folder is configured, present and readable.
     Ready { info: ponder_engine::ModelInfo },
     /// A model is configured but cannot be used: the first-run screen says why.
-    Invalid { path: String, error: String, default_model: String },
+    Invalid { path: String, error: CommandError, default_model: String },
 }
 
 /// `PONDER_MODEL` (for tests and scripts) wins over the settings, which win over the
@@ -37,7 +37,7 @@ pub fn status(settings: &Settings) -> ModelStatus {
         None => ModelStatus::Missing { default_model },
         Some(path) => match ponder_engine::loader::inspect(&path) {
             Ok(info) => ModelStatus::Ready { info },
-            Err(e) => ModelStatus::Invalid { path: path.display().to_string(), error: e.to_string(), default_model },
+            Err(e) => ModelStatus::Invalid { path: path.display().to_string(), error: e.into(), default_model },
         },
     }
 }
@@ -50,7 +50,7 @@ pub enum DownloadEvent {
     Started { total_bytes: u64 },
     Progress { downloaded_bytes: u64, total_bytes: u64, bytes_per_second: f64 },
     Finished { path: String },
-    Failed { error: String },
+    Failed { error: CommandError },
 }
 
 /// The download in progress, if any, and its cancel switch.

@@ -3,6 +3,7 @@
 pub mod commands;
 
 use crate::core::engine::EngineState;
+use crate::core::error::CommandError;
 use serde::Serialize;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -22,8 +23,13 @@ pub enum ServerStatus {
     },
     Failed {
         port: u16,
-        error: String,
+        error: CommandError,
     },
+}
+
+/// The server stopped for a reason of its own (not a taken port, which has its own code).
+fn server_failed(e: impl std::fmt::Display) -> CommandError {
+    CommandError::coded("server.failed", format!("the local API server stopped: {e}"), &[("detail", e.to_string())])
 }
 
 impl ServerStatus {
@@ -85,13 +91,17 @@ impl ServerState {
         tauri::async_runtime::spawn(async move {
             let engine = match tauri::async_runtime::spawn_blocking(move || engine.wait()).await {
                 Ok(Ok(engine)) => engine,
-                Ok(Err(error)) => return set(ServerStatus::Failed { port, error: error.to_string() }),
-                Err(e) => return set(ServerStatus::Failed { port, error: e.to_string() }),
+                Ok(Err(error)) => return set(ServerStatus::Failed { port, error }),
+                Err(e) => return set(ServerStatus::Failed { port, error: server_failed(e) }),
             };
             let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
             let listener = match tokio::net::TcpListener::bind(addr).await {
                 Ok(l) => l,
-                Err(e) => return set(ServerStatus::Failed { port, error: format!("cannot listen on {addr}: {e}") }),
+                Err(e) => {
+                    let params = [("address", addr.to_string()), ("detail", e.to_string())];
+                    let error = CommandError::coded("server.cannot_listen", format!("cannot listen on {addr}: {e}"), &params);
+                    return set(ServerStatus::Failed { port, error });
+                }
             };
             set(ServerStatus::On { port, url: format!("http://{addr}/v1") });
             // The same model id as `ponder serve` gives: the file's name.
@@ -102,7 +112,7 @@ impl ServerState {
                 let _ = rx.await;
             };
             if let Err(e) = ponder_server::serve_listener(listener, engine, config, stopped).await {
-                set(ServerStatus::Failed { port, error: e.to_string() });
+                set(ServerStatus::Failed { port, error: server_failed(e) });
             }
         });
     }
@@ -156,7 +166,7 @@ mod tests {
         let taken_port = taken.local_addr().unwrap().port();
         server.apply(true, taken_port, engine.clone());
         let failed = wait_for(&server, "the bind error", |s| matches!(s, ServerStatus::Failed { .. }));
-        assert!(matches!(&failed, ServerStatus::Failed { error, .. } if error.contains("cannot listen")), "{failed:?}");
+        assert!(matches!(&failed, ServerStatus::Failed { error, .. } if error.code == "server.cannot_listen"), "{failed:?}");
         wait_for(&server, "the old server to stop", |_| get_models(port).is_err());
         server.apply(false, taken_port, engine);
         assert_eq!(server.status(), ServerStatus::Off);
