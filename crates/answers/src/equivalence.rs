@@ -4,9 +4,25 @@
 //! Expressions are compared by value: numbers at the precision the writer gave, expressions in
 //! variables at several pseudo-random points. Every comparison is bounded in size, so none can
 //! hang.
+//!
+//! The rules, in the order they apply (`ponder check --explain` names the one that decided):
+//! - **Several answers** ("3 and 7", "2, 5 or 9", `\boxed{3}` and `\boxed{7}`, `\{3, 7\}`,
+//!   `\pm 4`) are an unordered collection; a tuple's own order still matters. Semicolons group
+//!   the values of one solution: `a = 2, b = 3; a = 5, b = 1` is `(2, 3), (5, 1)`.
+//! - **Labels.** `name = value` states the value when the value is a constant and the name only
+//!   names (`AB`, `|PQ|`, `g(x)`, `S_1 : S_2`, `\frac{AM}{MB}`, `(x, y)`). A name that computes
+//!   (`2x = 6`, `x^2 = 9`) makes an equation, compared as one. Decided deliberately: `y = 2x + 1`
+//!   against `2x + 1` is equal, since a lone unknown on the left names the formula on the right.
+//! - **Units and words.** A word after a number is its unit and is dropped (`35 cm`, `12 元`),
+//!   but two different units (`35 cm`, `35 mm`) are different answers. `\text{even}` is `even`.
+//! - **Relations against sets.** A relation of one unknown with constants is the set it
+//!   describes: `2 < x < 5` is `(2, 5)`, "x ≤ -1 or x ≥ 3" is `(-∞, -1] ∪ [3, ∞)`, and
+//!   `1 ≤ |t| ≤ 2` is `[-2, -1] ∪ [1, 2]`.
+//! - **Mixed numbers** (`3 1/4`, `3\frac14`) need a proper fraction on the same line.
+//! - **Percentages**: a key of 28% accepts 28 and 0.28.
 
-use crate::expr::{Expr, RelOp};
-use crate::extract;
+use crate::expr::{Constant, Expr, Func, RelOp};
+use crate::extract::{self, Found};
 use crate::parse;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeSet;
@@ -14,38 +30,51 @@ use std::collections::BTreeSet;
 const MAX_NODES: usize = 4000;
 const POINTS: usize = 6;
 
-/// The outcome, with what each side was read as (for people debugging a verdict).
+/// The outcome, with how each side was read and the rule that decided (what `ponder check
+/// --explain` prints and the app shows next to a disputed key).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Check {
     pub equal: bool,
+    /// The answer found in the key, and where it was found.
     pub gold: String,
+    pub gold_found: Found,
     pub pred: String,
+    pub pred_found: Found,
+    /// Each side as read, after labels and units are dropped (`None`: not maths, so compared as
+    /// text).
+    pub gold_read: Option<String>,
+    pub pred_read: Option<String>,
+    /// The rule that decided.
+    pub rule: &'static str,
 }
 
-/// The answer inside a text: a boxed answer, else the last maths segment, else an answer
-/// phrase, else the whole text if it reads as maths, else its last number.
-pub fn answer_of(s: &str) -> String {
-    if let Some(b) = extract::last_boxed(s) {
-        return b;
+/// The answer inside a text: what it states as its answer (boxed, or after an answer phrase),
+/// else its last maths segment, else the whole text if it reads as maths, else its last number.
+pub fn answer_of(s: &str) -> (String, Found) {
+    if let Some((a, how)) = extract::stated_answer(s) {
+        if how == Found::Boxed {
+            return (a, how);
+        }
+        if let Some(m) = extract::phrase_maths(&a) {
+            return (m, how);
+        }
+        // "The answer is 12 apples": the number, unless the phrase reads as maths throughout.
+        if parse::parse(&a).is_ok_and(|e| !mentions_text(&e)) {
+            return (a, how);
+        }
+        return (extract::last_number(&a).unwrap_or(a), how);
     }
-    if let Some(a) = extract::after_answer_phrase(s) {
-        if let Some(m) = extract::math_segments(&a).pop() {
-            return m;
-        }
-        if let Some(n) = extract::last_number(&a) {
-            return n;
-        }
-    }
-    if let Some(m) = extract::math_segments(s).pop() {
-        if !m.trim().is_empty() {
-            return m;
-        }
+    if let Some(m) = extract::math_segments(s).pop().filter(|m| !m.trim().is_empty()) {
+        return (m, Found::LastMath);
     }
     let bare = s.trim().trim_matches('$').trim();
     if parse::parse(bare).is_ok_and(|e| !has_text(&e)) {
-        return bare.to_string();
+        return (bare.to_string(), Found::Whole);
     }
-    extract::last_number(s).unwrap_or_else(|| bare.to_string())
+    match extract::last_number(s) {
+        Some(n) => (n, Found::LastNumber),
+        None => (bare.to_string(), Found::Whole),
+    }
 }
 
 fn has_text(e: &Expr) -> bool {
@@ -56,14 +85,50 @@ fn has_text(e: &Expr) -> bool {
     }
 }
 
+/// The words written next to a number (`35 cm`, `12 \text{ m}`, `15 元`), singular and lower-case.
+fn units(e: &Expr) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    e.visit(&mut |x| {
+        if let Expr::Mul(v) = x {
+            if v.iter().any(|f| matches!(f, Expr::Num { .. })) {
+                for f in v {
+                    let Expr::Text(t) = f else { continue };
+                    let word = t.trim().to_lowercase();
+                    let word = word.trim_end_matches('.');
+                    let singular = if word.len() > 2 { word.strip_suffix('s').unwrap_or(word) } else { word };
+                    if !singular.is_empty() {
+                        out.insert(singular.to_string());
+                    }
+                }
+            }
+        }
+    });
+    out
+}
+
+/// Whether a word (not a unit or a letter) appears anywhere in it.
+fn mentions_text(e: &Expr) -> bool {
+    let mut found = false;
+    e.visit(&mut |x| found |= matches!(x, Expr::Text(t) if !t.trim().is_empty()));
+    found
+}
+
 /// Compares a key with a candidate answer, each given as free text.
 pub fn check(gold: &str, pred: &str) -> Check {
-    let (g, p) = (answer_of(gold), answer_of(pred));
-    let equal = match (parse::parse(&g), parse::parse(&p)) {
-        (Ok(ge), Ok(pe)) if ge.size() + pe.size() <= MAX_NODES => eq(&canon(ge), &canon(pe)),
-        _ => norm_text(&g) == norm_text(&p) && !norm_text(&g).is_empty(),
+    let ((g, gold_found), (p, pred_found)) = (answer_of(gold), answer_of(pred));
+    let (equal, rule, gold_read, pred_read) = match (parse::parse(&g), parse::parse(&p)) {
+        (Ok(ge), Ok(pe)) if ge.size() + pe.size() <= MAX_NODES => {
+            // `35 cm` against `35 mm`: a unit on both sides must be the same one.
+            let (gu, pu) = (units(&ge), units(&pe));
+            let (ge, pe) = (canon(ge), canon(pe));
+            let (equal, rule) =
+                if !gu.is_empty() && !pu.is_empty() && gu != pu { (false, "different units") } else { decide(&ge, &pe) };
+            (equal, rule, Some(ge.to_string()), Some(pe.to_string()))
+        }
+        (Ok(_), Ok(_)) => (false, "too large to compare", None, None),
+        _ => (norm_text(&g) == norm_text(&p) && !norm_text(&g).is_empty(), "compared as text (not maths)", None, None),
     };
-    Check { equal, gold: g.trim().to_string(), pred: p.trim().to_string() }
+    Check { equal, gold: g.trim().to_string(), gold_found, pred: p.trim().to_string(), pred_found, gold_read, pred_read, rule }
 }
 
 pub fn equivalent(gold: &str, pred: &str) -> bool {
@@ -106,14 +171,36 @@ fn canon(e: Expr) -> Expr {
             }
             if !ops.is_empty() && ops.iter().all(|o| *o == RelOp::Eq) {
                 let constant = |e: &Expr| symbols(&[e]).is_empty();
-                // `x = 5 + 5 = 10`, `\frac{1}{2} = 0.5` and `k = 1` state a value; `y = 2x + 1`
-                // and `7 = 11a + c` are equations.
+                // `x = 5 + 5 = 10`, `\frac{1}{2} = 0.5`, `k = 1`, `AB = 6`, `|PQ| = 2`,
+                // `f(3) = 7`, `(x, y) = (2, 5)` and `\frac{AM}{MB} = \frac23` state a value;
+                // `y = 2x + 1`, `2x = 6` and `7 = 11a + c` are equations.
                 let last = operands.last().unwrap();
-                let names_a_value = ops.len() >= 2
-                    || (constant(&operands[0]) && constant(last))
-                    || (matches!(operands[0], Expr::Sym(_) | Expr::Text(_)) && constant(last));
+                let names_a_value = ops.len() >= 2 || (constant(last) && (constant(&operands[0]) || is_label(&operands[0])));
                 if names_a_value {
                     return canon(operands.pop().unwrap());
+                }
+            }
+            // a ≤ |x| ≤ b (0 ≤ a) is [-b, -a] ∪ [a, b]
+            if ops.len() == 2 && matches!(&operands[1], Expr::Func(Func::Abs, x) if matches!(**x, Expr::Sym(_))) {
+                let lower = |o: RelOp| matches!(o, RelOp::Lt | RelOp::Le);
+                let nonneg = operands[0].eval(&|_| None).is_some_and(|a| a >= 0.0);
+                if lower(ops[0]) && lower(ops[1]) && nonneg && symbols(&[&operands[0], &operands[2]]).is_empty() {
+                    let (inner_closed, outer_closed) = (ops[0] == RelOp::Le, ops[1] == RelOp::Le);
+                    let b = canon(operands.pop().unwrap());
+                    operands.pop();
+                    let a = canon(operands.pop().unwrap());
+                    let neg = |e: &Expr| Expr::Neg(Box::new(e.clone()));
+                    let left = Expr::Seq {
+                        open: if outer_closed { '[' } else { '(' },
+                        close: if inner_closed { ']' } else { ')' },
+                        items: vec![neg(&b), neg(&a)],
+                    };
+                    let right = Expr::Seq {
+                        open: if inner_closed { '[' } else { '(' },
+                        close: if outer_closed { ']' } else { ')' },
+                        items: vec![a, b],
+                    };
+                    return Expr::Union(vec![left, right]);
                 }
             }
             // a ≤ x ≤ b is the interval [a, b]
@@ -137,6 +224,72 @@ fn canon(e: Expr) -> Expr {
     }
 }
 
+/// What names a value rather than computes one: `x`, `AB`, `S_1`, `|PQ|`, `f(3)`, `\frac{AM}{MB}`,
+/// `(x, y)`, `S_1 : S_2`. A number at the front (`2x`) or a power (`x^2`) makes it a formula.
+fn is_label(e: &Expr) -> bool {
+    match e {
+        Expr::Sym(_) | Expr::Text(_) => true,
+        Expr::Mul(v) => matches!(v.first(), Some(Expr::Sym(_))) && v.iter().all(|x| is_label(x) || matches!(x, Expr::Num { .. })),
+        Expr::Div(a, b) => is_label(a) && is_label(b),
+        Expr::Func(Func::Abs, a) => is_label(a),
+        Expr::Seq { items, .. } => !items.is_empty() && items.iter().all(is_label),
+        _ => false,
+    }
+}
+
+/// `x < 3` as the interval (-∞, 3), `x ≥ 1` as [1, ∞): a relation of one unknown with a constant.
+fn as_interval(e: &Expr) -> Option<Expr> {
+    let Expr::Rel(operands, ops) = e else { return None };
+    if ops.len() != 1 {
+        return None;
+    }
+    let (op, bound) = match (&operands[0], &operands[1]) {
+        (Expr::Sym(_), c) if symbols(&[c]).is_empty() => (ops[0], c),
+        (c, Expr::Sym(_)) if symbols(&[c]).is_empty() => (ops[0].flipped(), c),
+        _ => return None,
+    };
+    let inf = Expr::Const(Constant::Infinity);
+    let (open, close, items) = match op {
+        RelOp::Lt => ('(', ')', vec![Expr::Neg(Box::new(inf)), bound.clone()]),
+        RelOp::Le => ('(', ']', vec![Expr::Neg(Box::new(inf)), bound.clone()]),
+        RelOp::Gt => ('(', ')', vec![bound.clone(), inf]),
+        RelOp::Ge => ('[', ')', vec![bound.clone(), inf]),
+        _ => return None,
+    };
+    Some(Expr::Seq { open, close, items })
+}
+
+fn is_interval(e: &Expr) -> bool {
+    matches!(e, Expr::Seq { open: '(' | '[', close: ')' | ']', items } if items.len() == 2)
+}
+
+/// A set of reals as its intervals: a union, an interval, a relation of one unknown, or a list
+/// of those ("x ≤ -1 or x ≥ 3").
+fn as_intervals(e: &Expr) -> Option<Vec<Expr>> {
+    match e {
+        Expr::Union(parts) => parts.iter().all(is_interval).then(|| parts.clone()),
+        Expr::Rel(..) => as_interval(e).map(|i| vec![i]),
+        Expr::Seq { open: ' ', items, .. } => items.iter().map(as_interval).collect(),
+        e if is_interval(e) => Some(vec![e.clone()]),
+        _ => None,
+    }
+}
+
+/// The letters of a word read as a product of one-letter symbols (`odd` is o·d·d).
+fn spelled(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Sym(s) => Some(s.to_lowercase()),
+        Expr::Mul(v) => v
+            .iter()
+            .map(|x| match x {
+                Expr::Sym(s) if s.chars().count() == 1 => Some(s.to_lowercase()),
+                _ => None,
+            })
+            .collect(),
+        _ => None,
+    }
+}
+
 fn bare(e: &Expr) -> bool {
     matches!(e, Expr::Seq { open: ' ', .. })
 }
@@ -145,6 +298,14 @@ fn items(e: &Expr) -> Option<&Vec<Expr>> {
     match e {
         Expr::Seq { items, .. } | Expr::Set(items) => Some(items),
         _ => None,
+    }
+}
+
+/// The values of a list, a set or `a ± b`.
+fn values(e: &Expr) -> Vec<Expr> {
+    match e {
+        Expr::Seq { open: ' ', items, .. } | Expr::Set(items) => items.iter().flat_map(expand_pm).collect(),
+        other => expand_pm(other),
     }
 }
 
@@ -161,12 +322,17 @@ fn expand_pm(e: &Expr) -> Vec<Expr> {
 fn unordered_eq(g: &[Expr], p: &[Expr]) -> bool {
     let g: Vec<Expr> = g.iter().flat_map(expand_pm).collect();
     let p: Vec<Expr> = p.iter().flat_map(expand_pm).collect();
+    unordered_by(&g, &p, eq)
+}
+
+/// Each of `g` matches its own one of `p`.
+fn unordered_by(g: &[Expr], p: &[Expr], same: impl Fn(&Expr, &Expr) -> bool) -> bool {
     if g.len() != p.len() {
         return false;
     }
     let mut used = vec![false; p.len()];
     g.iter().all(|x| {
-        if let Some(j) = (0..p.len()).find(|&j| !used[j] && eq(x, &p[j])) {
+        if let Some(j) = (0..p.len()).find(|&j| !used[j] && same(x, &p[j])) {
             used[j] = true;
             true
         } else {
@@ -176,43 +342,71 @@ fn unordered_eq(g: &[Expr], p: &[Expr]) -> bool {
 }
 
 fn eq(g: &Expr, p: &Expr) -> bool {
+    decide(g, p).0
+}
+
+/// Whether two canonical answers are equal, and the rule that said so.
+fn decide(g: &Expr, p: &Expr) -> (bool, &'static str) {
+    // Two intervals alone compare as shapes: `(2, 5)` may be a point as well.
+    let relation_or_set = |e: &Expr| matches!(e, Expr::Rel(..) | Expr::Union(_));
     match (g, p) {
-        (Expr::Percent(a), Expr::Percent(b)) => eq(a, b),
+        (Expr::Percent(a), Expr::Percent(b)) => (eq(a, b), "percentages"),
         // A key of 28% accepts 28 and 0.28.
-        (Expr::Percent(a), b) => eq(a, b) || scalar_eq(g, b),
-        (a, Expr::Percent(b)) => eq(a, b),
-        (Expr::PlusMinus(..), _) | (_, Expr::PlusMinus(..)) => unordered_eq(&expand_pm(g), &expand_pm(p)),
+        (Expr::Percent(a), b) => (eq(a, b) || scalar_eq(g, b), "a percentage as its number or its fraction"),
+        (a, Expr::Percent(b)) => (eq(a, b) || scalar_eq(a, p), "a percentage as its number or its fraction"),
+        (Expr::PlusMinus(..), _) | (_, Expr::PlusMinus(..)) => (unordered_eq(&values(g), &values(p)), "± as its two values"),
+        // `x ≤ -1 or x ≥ 3` against `(-∞, -1] ∪ [3, ∞)`, `x > 3` against `(3, ∞)`.
+        _ if (relation_or_set(g) || relation_or_set(p)) && !matches!((g, p), (Expr::Rel(..), Expr::Rel(..))) => {
+            match (as_intervals(g), as_intervals(p)) {
+                (Some(a), Some(b)) => {
+                    (unordered_by(&a, &b, |x, y| decide_shapes(x, y).0), "sets of numbers, interval by interval")
+                }
+                _ => decide_shapes(g, p),
+            }
+        }
+        _ => decide_shapes(g, p),
+    }
+}
+
+fn decide_shapes(g: &Expr, p: &Expr) -> (bool, &'static str) {
+    match (g, p) {
         (Expr::Set(_), _) | (_, Expr::Set(_)) if items(g).is_some() && items(p).is_some() => {
-            unordered_eq(items(g).unwrap(), items(p).unwrap())
+            (unordered_eq(items(g).unwrap(), items(p).unwrap()), "sets, in any order")
         }
         (Expr::Seq { open: o1, close: c1, items: a }, Expr::Seq { open: o2, close: c2, items: b }) => {
             if bare(g) && bare(p) {
-                unordered_eq(a, b)
+                (unordered_eq(a, b), "several answers, in any order")
             } else if bare(g) || bare(p) || (o1 == o2 && c1 == c2) {
-                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| eq(x, y))
+                (a.len() == b.len() && a.iter().zip(b).all(|(x, y)| eq(x, y)), "tuples, in order")
             } else {
-                false
+                (false, "different brackets")
             }
         }
-        (Expr::Union(a), Expr::Union(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| eq(x, y)),
+        (Expr::Union(a), Expr::Union(b)) => (unordered_eq(a, b), "unions, part by part"),
         (Expr::Matrix(a), Expr::Matrix(b)) => {
-            a.len() == b.len() && a.iter().zip(b).all(|(r, s)| r.len() == s.len() && r.iter().zip(s).all(|(x, y)| eq(x, y)))
+            let same =
+                a.len() == b.len() && a.iter().zip(b).all(|(r, s)| r.len() == s.len() && r.iter().zip(s).all(|(x, y)| eq(x, y)));
+            (same, "matrices, entry by entry")
         }
         // A one-element matrix or tuple wrapped in parentheses is its content.
-        (Expr::Seq { items, .. }, Expr::Matrix(_)) if items.len() == 1 => eq(&items[0], p),
-        (Expr::Matrix(_), Expr::Seq { items, .. }) if items.len() == 1 => eq(g, &items[0]),
-        (Expr::Rel(a, oa), Expr::Rel(b, ob)) => rel_eq(a, oa, b, ob),
+        (Expr::Seq { items, .. }, Expr::Matrix(_)) if items.len() == 1 => (eq(&items[0], p), "a one-element matrix"),
+        (Expr::Matrix(_), Expr::Seq { items, .. }) if items.len() == 1 => (eq(g, &items[0]), "a one-element matrix"),
+        (Expr::Rel(a, oa), Expr::Rel(b, ob)) => (rel_eq(a, oa, b, ob), "relations with the same solutions"),
         // `y = 2x + 1` against `2x + 1`: the named side is the answer.
         (Expr::Rel(a, o), other) | (other, Expr::Rel(a, o))
             if o.as_slice() == [RelOp::Eq] && matches!(a[0], Expr::Sym(_)) && !matches!(other, Expr::Rel(..)) =>
         {
-            eq(&a[1], other)
+            (eq(&a[1], other), "an unknown's formula against the formula")
         }
-        (Expr::Text(a), Expr::Text(b)) => !a.is_empty() && a.to_lowercase() == b.to_lowercase(),
-        (Expr::Text(_), _) | (_, Expr::Text(_)) => false,
-        (Expr::Seq { .. } | Expr::Set(_) | Expr::Union(_) | Expr::Matrix(_) | Expr::Rel(..), _) => false,
-        (_, Expr::Seq { .. } | Expr::Set(_) | Expr::Union(_) | Expr::Matrix(_) | Expr::Rel(..)) => false,
-        _ => scalar_eq(g, p),
+        (Expr::Text(a), Expr::Text(b)) => (!a.is_empty() && a.to_lowercase() == b.to_lowercase(), "words"),
+        // `\text{odd}` against `odd` (read as the letters o·d·d).
+        (Expr::Text(a), other) | (other, Expr::Text(a)) if spelled(other).is_some() => {
+            (spelled(other).is_some_and(|w| w == a.trim().to_lowercase()), "words")
+        }
+        (Expr::Text(_), _) | (_, Expr::Text(_)) => (false, "a word against maths"),
+        (Expr::Seq { .. } | Expr::Set(_) | Expr::Union(_) | Expr::Matrix(_) | Expr::Rel(..), _) => (false, "different kinds"),
+        (_, Expr::Seq { .. } | Expr::Set(_) | Expr::Union(_) | Expr::Matrix(_) | Expr::Rel(..)) => (false, "different kinds"),
+        _ => (scalar_eq(g, p), "values (numbers at the precision given, formulas at sample points)"),
     }
 }
 

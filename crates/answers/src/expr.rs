@@ -93,23 +93,33 @@ impl Expr {
         Expr::Num { value: v, decimals: None }
     }
 
+    /// The direct sub-expressions.
+    pub fn children(&self) -> Vec<&Expr> {
+        match self {
+            Expr::Num { .. } | Expr::Sym(_) | Expr::Const(_) | Expr::Text(_) => vec![],
+            Expr::Add(v) | Expr::Mul(v) | Expr::Set(v) | Expr::Union(v) | Expr::Rel(v, _) => v.iter().collect(),
+            Expr::Seq { items, .. } => items.iter().collect(),
+            Expr::Matrix(rows) => rows.iter().flatten().collect(),
+            Expr::Neg(a) | Expr::Func(_, a) | Expr::Percent(a) | Expr::Factorial(a) => vec![a],
+            Expr::Div(a, b) | Expr::Pow(a, b) | Expr::PlusMinus(a, b) => vec![a, b],
+        }
+    }
+
+    /// Calls `f` on this expression and every one inside it.
+    pub fn visit(&self, f: &mut dyn FnMut(&Expr)) {
+        f(self);
+        for c in self.children() {
+            c.visit(f);
+        }
+    }
+
     /// Free symbols, for choosing evaluation points.
     pub fn symbols(&self, out: &mut BTreeSet<String>) {
-        match self {
-            Expr::Sym(s) => {
+        self.visit(&mut |e| {
+            if let Expr::Sym(s) = e {
                 out.insert(s.clone());
             }
-            Expr::Num { .. } | Expr::Const(_) | Expr::Text(_) => {}
-            Expr::Add(v) | Expr::Mul(v) | Expr::Set(v) | Expr::Union(v) => v.iter().for_each(|e| e.symbols(out)),
-            Expr::Seq { items, .. } => items.iter().for_each(|e| e.symbols(out)),
-            Expr::Rel(v, _) => v.iter().for_each(|e| e.symbols(out)),
-            Expr::Matrix(rows) => rows.iter().flatten().for_each(|e| e.symbols(out)),
-            Expr::Neg(a) | Expr::Func(_, a) | Expr::Percent(a) | Expr::Factorial(a) => a.symbols(out),
-            Expr::Div(a, b) | Expr::Pow(a, b) | Expr::PlusMinus(a, b) => {
-                a.symbols(out);
-                b.symbols(out);
-            }
-        }
+        });
     }
 
     /// The value at a point, `None` where undefined or not a scalar.
@@ -181,14 +191,87 @@ impl Expr {
 
     /// Number of nodes, to cap the work spent on one answer.
     pub fn size(&self) -> usize {
-        1 + match self {
-            Expr::Add(v) | Expr::Mul(v) | Expr::Set(v) | Expr::Union(v) => v.iter().map(Expr::size).sum(),
-            Expr::Seq { items, .. } => items.iter().map(Expr::size).sum(),
-            Expr::Rel(v, _) => v.iter().map(Expr::size).sum(),
-            Expr::Matrix(rows) => rows.iter().flatten().map(Expr::size).sum(),
-            Expr::Neg(a) | Expr::Func(_, a) | Expr::Percent(a) | Expr::Factorial(a) => a.size(),
-            Expr::Div(a, b) | Expr::Pow(a, b) | Expr::PlusMinus(a, b) => a.size() + b.size(),
-            _ => 0,
+        1 + self.children().into_iter().map(Expr::size).sum::<usize>()
+    }
+}
+
+/// Plain maths notation, for showing how an answer was read (`(3 + 1/4)`, `(-∞, 2] ∪ [5, ∞)`).
+impl std::fmt::Display for Expr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let join = |f: &mut std::fmt::Formatter<'_>, v: &[Expr], sep: &str| -> std::fmt::Result {
+            for (i, e) in v.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(sep)?;
+                }
+                write!(f, "{e}")?;
+            }
+            Ok(())
+        };
+        match self {
+            Expr::Num { value, .. } => write!(f, "{value}"),
+            Expr::Sym(s) => f.write_str(s),
+            Expr::Const(Constant::Pi) => f.write_str("π"),
+            Expr::Const(Constant::Infinity) => f.write_str("∞"),
+            Expr::Add(v) => {
+                f.write_str("(")?;
+                for (i, e) in v.iter().enumerate() {
+                    match (i, e) {
+                        (0, e) => write!(f, "{e}")?,
+                        (_, Expr::Neg(a)) => write!(f, " - {a}")?,
+                        (_, e) => write!(f, " + {e}")?,
+                    }
+                }
+                f.write_str(")")
+            }
+            Expr::Mul(v) => join(f, v, "·"),
+            Expr::Neg(a) => write!(f, "-{a}"),
+            Expr::Div(a, b) => write!(f, "{a}/{b}"),
+            Expr::Pow(a, b) => write!(f, "{a}^{b}"),
+            Expr::Func(func, a) => write!(f, "{}({a})", format!("{func:?}").to_lowercase()),
+            Expr::PlusMinus(a, b) => write!(f, "{a} ± {b}"),
+            Expr::Percent(a) => write!(f, "{a}%"),
+            Expr::Factorial(a) => write!(f, "{a}!"),
+            Expr::Seq { open: ' ', items, .. } => join(f, items, ", "),
+            Expr::Seq { open: ':', items, .. } => join(f, items, " : "),
+            Expr::Seq { open, close, items } => {
+                write!(f, "{open}")?;
+                join(f, items, ", ")?;
+                write!(f, "{close}")
+            }
+            Expr::Set(v) => {
+                f.write_str("{")?;
+                join(f, v, ", ")?;
+                f.write_str("}")
+            }
+            Expr::Union(v) => join(f, v, " ∪ "),
+            Expr::Matrix(rows) => {
+                f.write_str("[")?;
+                for (i, r) in rows.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    join(f, r, ", ")?;
+                }
+                f.write_str("]")
+            }
+            Expr::Rel(v, ops) => {
+                write!(f, "{}", v[0])?;
+                for (op, e) in ops.iter().zip(&v[1..]) {
+                    let sym = match op {
+                        RelOp::Eq => "=",
+                        RelOp::Ne => "≠",
+                        RelOp::Lt => "<",
+                        RelOp::Le => "≤",
+                        RelOp::Gt => ">",
+                        RelOp::Ge => "≥",
+                        RelOp::Approx => "≈",
+                        RelOp::In => "∈",
+                    };
+                    write!(f, " {sym} {e}")?;
+                }
+                Ok(())
+            }
+            Expr::Text(t) => write!(f, "\"{t}\""),
         }
     }
 }

@@ -58,7 +58,7 @@ pub fn last_boxed(s: &str) -> Option<String> {
     let mut parts = vec![last];
     for (s0, e0, c) in all.iter().rev().skip(1) {
         let between = &s[*e0..start];
-        if between.chars().all(|ch| ch.is_whitespace() || ch == ',' || ch == '$' || ch == '&') {
+        if only_connectors(between) {
             parts.push(c.clone());
             start = *s0;
         } else {
@@ -69,8 +69,24 @@ pub fn last_boxed(s: &str) -> Option<String> {
     Some(parts.join(", "))
 }
 
+/// Whether the text between two boxes only joins them (`\boxed{3} and \boxed{7}`,
+/// `\boxed{1}, \quad \boxed{2}`), so that together they are one answer with several values.
+fn only_connectors(between: &str) -> bool {
+    let mut rest = between.to_lowercase();
+    for filler in ["\\quad", "\\qquad", "\\text", "\\mbox", "\\(", "\\)", "\\,", "\\;"] {
+        rest = rest.replace(filler, " ");
+    }
+    rest.split(|c: char| c.is_whitespace() || matches!(c, ',' | '$' | '&' | ';' | '{' | '}' | '、' | '，' | '；'))
+        .all(|w| matches!(w, "" | "and" | "or" | "和" | "或" | "及"))
+}
+
 /// LaTeX maths segments in order: `$$…$$`, `\[…\]`, `\(…\)`, and `$…$` on one line.
 pub fn math_segments(s: &str) -> Vec<String> {
+    math_spans(s).into_iter().map(|(_, _, m)| m).collect()
+}
+
+/// The maths segments with where each starts and ends (delimiters included).
+fn math_spans(s: &str) -> Vec<(usize, usize, String)> {
     let mut out = Vec::new();
     let mut i = 0;
     let b = s.as_bytes();
@@ -102,7 +118,7 @@ pub fn math_segments(s: &str) -> Vec<String> {
             Some(j) => {
                 let body = &s[body_start..j];
                 if multiline || !body.contains('\n') {
-                    out.push(body.to_string());
+                    out.push((i, j + close.len(), body.to_string()));
                 }
                 i = j + close.len();
             }
@@ -129,6 +145,12 @@ const ANSWER_PHRASES: &[&str] = &[
 /// The text after the last "final answer is" (or the Chinese 答案是/答案为), up to the end of
 /// its sentence.
 pub fn after_answer_phrase(s: &str) -> Option<String> {
+    answer_phrase(s).map(|(_, a)| a)
+}
+
+/// Where the last answer phrase starts, and what it states. "The largest $n$ is 34" states 34:
+/// after a phrase, what follows the sentence's last "is" is the value.
+fn answer_phrase(s: &str) -> Option<(usize, String)> {
     let lower = s.to_lowercase();
     let (pos, len) = ANSWER_PHRASES.iter().filter_map(|p| lower.rfind(p).map(|i| (i, p.len()))).max_by_key(|(i, _)| *i)?;
     // `lower` and `s` have the same byte offsets for ASCII phrases; the Chinese ones have no case.
@@ -137,11 +159,74 @@ pub fn after_answer_phrase(s: &str) -> Option<String> {
     // The sentence ends at ". " (a decimal point has no space after it) or a full stop.
     let line = line.split(". ").next().unwrap_or(line).split('。').next().unwrap_or(line);
     let line = line.trim_end_matches(['.', '。', '!']);
+    let line = [" is ", " are ", " equals ", " was "]
+        .iter()
+        .filter_map(|c| line.rfind(c).map(|i| &line[i + c.len()..]))
+        .min_by_key(|rest| rest.len())
+        .filter(|rest| !rest.trim().is_empty())
+        .unwrap_or(line)
+        .trim();
     if line.is_empty() {
         None
     } else {
-        Some(line.to_string())
+        Some((pos, line.to_string()))
     }
+}
+
+/// How an answer was found in a text, for explanations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// In `\boxed{…}` (several boxes joined only by "and" or commas are one answer).
+    Boxed,
+    /// After "the answer is", "答案是", ….
+    Phrase,
+    /// The last maths segment (`$…$`, `\(…\)`).
+    LastMath,
+    /// The whole text, which reads as maths.
+    Whole,
+    /// The last number in the text.
+    LastNumber,
+}
+
+impl Found {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Found::Boxed => "the boxed answer",
+            Found::Phrase => "the text after an answer phrase",
+            Found::LastMath => "the last maths segment",
+            Found::Whole => "the whole text",
+            Found::LastNumber => "the last number",
+        }
+    }
+}
+
+/// The answer a text states as its answer: boxed, or after an answer phrase. An answer phrase
+/// after the last box wins ("… \boxed{200} … Final answer: 10,455"): it is the writer's last word.
+pub fn stated_answer(s: &str) -> Option<(String, Found)> {
+    let boxes = boxed_all(s);
+    match (boxes.last(), answer_phrase(s)) {
+        (Some(&(_, end, _)), Some((at, a))) if at >= end => Some((a, Found::Phrase)),
+        (Some(_), _) => last_boxed(s).map(|b| (b.trim().to_string(), Found::Boxed)),
+        (None, Some((_, a))) => Some((a, Found::Phrase)),
+        (None, None) => None,
+    }
+}
+
+/// The maths of an answer phrase: its last maths segment, or several joined only by "and" or
+/// commas (`$12$ and $13$`); `None` when the phrase has no maths segment.
+pub fn phrase_maths(phrase: &str) -> Option<String> {
+    let spans = math_spans(phrase);
+    let (mut start, _, last) = spans.last().filter(|(_, _, m)| !m.trim().is_empty())?.clone();
+    let mut parts = vec![last.trim().to_string()];
+    for (s0, e0, m) in spans.iter().rev().skip(1) {
+        if !only_connectors(&phrase[*e0..start]) {
+            break;
+        }
+        parts.push(m.trim().to_string());
+        start = *s0;
+    }
+    parts.reverse();
+    Some(parts.join(", "))
 }
 
 /// The last number in the text (with sign, separators, decimals and simple fractions).
@@ -180,20 +265,11 @@ pub fn last_number(s: &str) -> Option<String> {
 /// reply cut off at the length limit counts only with one of these: its last number is
 /// wherever the text happened to stop.
 pub fn explicit_answer(answer: &str, thinking: &str) -> Option<String> {
-    for text in [answer, thinking] {
-        if let Some(b) = last_boxed(text) {
-            return Some(b.trim().to_string());
-        }
-    }
-    for text in [answer, thinking] {
-        if let Some(a) = after_answer_phrase(text) {
-            if let Some(m) = math_segments(&a).pop() {
-                return Some(m.trim().to_string());
-            }
-            return Some(a);
-        }
-    }
-    None
+    let (a, how) = [answer, thinking].into_iter().find_map(stated_answer)?;
+    Some(match how {
+        Found::Phrase => phrase_maths(&a).unwrap_or(a),
+        _ => a,
+    })
 }
 
 /// The final answer of a model's output: boxed, then an answer phrase, then the last number;
@@ -220,6 +296,17 @@ mod tests {
         assert_eq!(final_answer("First, 2 + 2 = 4, then we multiply by 3", "").as_deref(), Some("3"));
         assert_eq!(explicit_answer("so \\boxed{12} and then", "").as_deref(), Some("12"));
         assert_eq!(explicit_answer("", "The answer is 7. Let me check").as_deref(), Some("7"));
+    }
+
+    #[test]
+    fn an_answer_phrase_after_the_last_box_is_the_last_word() {
+        let s = "first \\boxed{200}, then \\boxed{255}. Final answer: the total is $10,455$.";
+        assert_eq!(stated_answer(s), Some(("$10,455$".to_string(), Found::Phrase)));
+        assert_eq!(explicit_answer(s, ""), Some("10,455".to_string()));
+        // Boxes joined by words are one answer; boxes with other text between are not.
+        assert_eq!(last_boxed("$\\boxed{3}$ and $\\boxed{7}$"), Some("3, 7".to_string()));
+        assert_eq!(last_boxed("(a) \\boxed{3} (b) \\boxed{7}"), Some("7".to_string()));
+        assert_eq!(explicit_answer("The answer is: the largest $n$ is 34.", ""), Some("34".to_string()));
     }
 
     #[test]

@@ -16,6 +16,9 @@ enum Tok {
     Text(String),
 }
 
+/// Words that join the values of a list.
+const CONNECTIVES: &[&str] = &["and", "or", "和", "或", "及"];
+
 /// Words that are units or filler next to a number, never products of variables.
 const UNIT_WORDS: &[&str] = &[
     "miles",
@@ -271,24 +274,54 @@ impl Parser {
         matches!(self.peek(), Some(Tok::Cmd(c)) if names.contains(&c.as_str()))
     }
 
-    /// Comma- (or "and"-) separated list at the top level or inside braces.
+    /// A list at the top level or inside braces: items joined by commas or words ("3 and 7",
+    /// "2, 5, or 9", "x = 1 \text{ or } x = -4", "3 或 7"). Semicolons group: `a = 2, b = 3;
+    /// a = 5, b = 1` is two solutions, each a tuple.
     fn list(&mut self) -> R {
-        let mut items = vec![self.relation()?];
-        loop {
-            if self.eat(&Tok::Op(',')) || self.eat(&Tok::Op(';')) || self.eat(&Tok::Ident("and".into())) {
-                if self.peek().is_none() {
-                    break;
-                }
-                items.push(self.relation()?);
-            } else {
+        let mut groups = vec![self.group_items()?];
+        while self.eat(&Tok::Op(';')) || self.eat(&Tok::Op('；')) {
+            if self.peek().is_none() {
                 break;
             }
+            groups.push(self.group_items()?);
         }
-        Ok(if items.len() == 1 { items.pop().unwrap() } else { Expr::Seq { open: ' ', close: ' ', items } })
+        let bare = |items: Vec<Expr>| Expr::Seq { open: ' ', close: ' ', items };
+        if groups.len() > 1 && groups.iter().all(|g| g.len() > 1) {
+            let tuples = groups.into_iter().map(|items| Expr::Seq { open: '(', close: ')', items }).collect();
+            return Ok(bare(tuples));
+        }
+        let mut items: Vec<Expr> = groups.into_iter().flatten().collect();
+        Ok(if items.len() == 1 { items.pop().unwrap() } else { bare(items) })
+    }
+
+    fn group_items(&mut self) -> Result<Vec<Expr>, String> {
+        let mut items = vec![self.relation()?];
+        loop {
+            let comma = self.eat(&Tok::Op(',')) || self.eat(&Tok::Op('，')) || self.eat(&Tok::Op('、'));
+            // "2, 5, and 9": a word after the comma joins too.
+            let word = self.eat_connective();
+            if !(comma || word) || self.peek().is_none() {
+                break;
+            }
+            items.push(self.relation()?);
+        }
+        Ok(items)
+    }
+
+    /// "and", "or" (also as `\text{ or }`), "和", "或", "及".
+    fn eat_connective(&mut self) -> bool {
+        let joins = match self.peek() {
+            Some(Tok::Ident(w)) | Some(Tok::Text(w)) => CONNECTIVES.contains(&w.trim().to_lowercase().as_str()),
+            _ => false,
+        };
+        if joins {
+            self.pos += 1;
+        }
+        joins
     }
 
     fn relation(&mut self) -> R {
-        let mut operands = vec![self.union()?];
+        let mut operands = vec![self.ratio()?];
         let mut ops = Vec::new();
         while let Some(op) = self.peek().and_then(relop) {
             self.pos += 1;
@@ -305,9 +338,18 @@ impl Parser {
                 _ => op,
             };
             ops.push(op);
-            operands.push(self.union()?);
+            operands.push(self.ratio()?);
         }
         Ok(if ops.is_empty() { operands.pop().unwrap() } else { Expr::Rel(operands, ops) })
+    }
+
+    /// `3 : 4` (a ratio), kept as the sequence of its terms.
+    fn ratio(&mut self) -> R {
+        let mut terms = vec![self.union()?];
+        while self.eat(&Tok::Op(':')) || self.eat(&Tok::Op('∶')) {
+            terms.push(self.union()?);
+        }
+        Ok(if terms.len() == 1 { terms.pop().unwrap() } else { Expr::Seq { open: ':', close: ':', items: terms } })
     }
 
     fn union(&mut self) -> R {
@@ -342,8 +384,8 @@ impl Parser {
 
     fn starts_factor(&self) -> bool {
         match self.peek() {
-            Some(Tok::Num(_)) | Some(Tok::Text(_)) => true,
-            Some(Tok::Ident(w)) => w != "and" && w != "or",
+            Some(Tok::Num(_)) => true,
+            Some(Tok::Text(w)) | Some(Tok::Ident(w)) => !CONNECTIVES.contains(&w.trim().to_lowercase().as_str()),
             Some(Tok::Op(c)) => matches!(c, '(' | '{'),
             Some(Tok::Cmd(c)) => {
                 relop(&Tok::Cmd(c.clone())).is_none()
@@ -372,6 +414,10 @@ impl Parser {
                 let den = self.unary()?;
                 let num = if factors.len() == 1 { factors.pop().unwrap() } else { Expr::Mul(std::mem::take(&mut factors)) };
                 factors = vec![Expr::Div(Box::new(num), Box::new(den))];
+            } else if let Some(unit) = self.unit_after(factors.last()) {
+                // `12 \text{ m}`: a word after a number is its unit, even a one-letter one.
+                self.pos += 1;
+                factors.push(unit);
             } else if self.starts_factor() {
                 let is_frac = self.is_cmd(&["frac"]);
                 let next = self.power()?;
@@ -395,6 +441,16 @@ impl Parser {
             }
         }
         Ok(if factors.len() == 1 { factors.pop().unwrap() } else { Expr::Mul(factors) })
+    }
+
+    /// The `\text{…}` word that follows a number, unless it joins a list ("3 \text{ or } 4").
+    fn unit_after(&self, last: Option<&Expr>) -> Option<Expr> {
+        match (last, self.peek()) {
+            (Some(Expr::Num { .. }), Some(Tok::Text(t))) if !CONNECTIVES.contains(&t.trim().to_lowercase().as_str()) => {
+                Some(Expr::Text(t.trim().to_string()))
+            }
+            _ => None,
+        }
     }
 
     fn unary(&mut self) -> R {
@@ -547,7 +603,9 @@ impl Parser {
             return Ok(Expr::Const(Constant::Pi));
         }
         let lower = w.to_lowercase();
-        if w.chars().count() > 1 && (UNIT_WORDS.contains(&lower.as_str()) || w.chars().count() > 3) {
+        // A word in a script without letter case (元, 厘米, 个) is a unit or a word, never a variable.
+        let caseless = w.chars().all(|c| !c.is_ascii() && c.is_lowercase() == c.is_uppercase());
+        if caseless || (w.chars().count() > 1 && (UNIT_WORDS.contains(&lower.as_str()) || w.chars().count() > 3)) {
             return Ok(Expr::Text(w));
         }
         // Letters written together multiply: `ab` is a*b.
@@ -759,6 +817,7 @@ pub fn preprocess(s: &str) -> String {
     let mut s = collapse_escaped_commands(s.trim());
     for (from, to) in [
         ("{,}", ""),
+        ("{, }", ""),
         (",\\!", ""),
         ("^\\circ", ""),
         ("^{\\circ}", ""),
@@ -773,7 +832,53 @@ pub fn preprocess(s: &str) -> String {
     if let Some(n) = plain_number(&s) {
         return n;
     }
-    s
+    mixed_numbers(&s)
+}
+
+/// `3 1/4` is the mixed number 13/4, written `(3+1/4)`. Only on one line (`7` and `1/2` on two
+/// lines are two values), and only with a proper fraction: `9 0/5` and `9 5/5` are not mixed
+/// numbers, so they are left as they are (and read as products).
+fn mixed_numbers(s: &str) -> String {
+    let c: Vec<char> = s.chars().collect();
+    let digits = |mut i: usize| {
+        let start = i;
+        while i < c.len() && c[i].is_ascii_digit() {
+            i += 1;
+        }
+        (start, i)
+    };
+    let value = |a: usize, b: usize| c[a..b].iter().collect::<String>().parse::<u64>().ok();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < c.len() {
+        let starts_number = c[i].is_ascii_digit()
+            && (i == 0 || !(c[i - 1].is_alphanumeric() || matches!(c[i - 1], '.' | '^' | '_' | '/' | '\\' | '}' | ',')));
+        if starts_number {
+            let (w0, w1) = digits(i);
+            let mut j = w1;
+            while j < c.len() && matches!(c[j], ' ' | '\t') {
+                j += 1;
+            }
+            let (n0, n1) = digits(j);
+            let (d0, d1) = if j > w1 && n1 > n0 && c.get(n1) == Some(&'/') { digits(n1 + 1) } else { (0, 0) };
+            let ends = d1 > d0 && !c.get(d1).is_some_and(|x| x.is_ascii_digit() || matches!(x, '.' | '^'));
+            if ends {
+                if let (Some(w), Some(n), Some(d)) = (value(w0, w1), value(n0, n1), value(d0, d1)) {
+                    if n > 0 && n < d {
+                        out.push_str(&format!("({w}+{n}/{d})"));
+                        i = d1;
+                        continue;
+                    }
+                }
+            }
+            out.extend(&c[i..w1]);
+            i = w1;
+            continue;
+        }
+        out.push(c[i]);
+        i += 1;
+    }
+    out
 }
 
 /// `\\frac` (a backslash escaped once too often, as answers copied through JSON often are) is
@@ -885,6 +990,26 @@ mod tests {
         assert!(matches!(parse("x <= 2").unwrap(), Expr::Rel(_, ref ops) if ops == &[RelOp::Le]));
         assert!(matches!(parse("[0,1)").unwrap(), Expr::Seq { open: '[', close: ')', .. }));
         assert!(matches!(parse("[-1, 0) \\cup (0, 1)").unwrap(), Expr::Union(ref v) if v.len() == 2));
+    }
+
+    #[test]
+    fn mixed_numbers_need_a_proper_fraction_on_one_line() {
+        assert_eq!(preprocess("3 1/4"), "(3+1/4)");
+        assert_eq!(preprocess("-2 2/5 %"), "-(2+2/5) %");
+        for kept in ["9 0/5", "9 5/5", "7\n1/2", "x 1/2", "2.5 1/2"] {
+            assert_eq!(preprocess(kept), kept);
+        }
+    }
+
+    #[test]
+    fn lists_joined_by_words_and_grouped_by_semicolons() {
+        let list = |items: Vec<Expr>| Expr::Seq { open: ' ', close: ' ', items };
+        assert_eq!(parse("3 and 7").unwrap(), list(vec![n(3.0), n(7.0)]));
+        assert_eq!(parse("2, 5, or 9").unwrap(), list(vec![n(2.0), n(5.0), n(9.0)]));
+        assert_eq!(parse("3 \\text{ or } 7").unwrap(), list(vec![n(3.0), n(7.0)]));
+        let tuple = |a, b| Expr::Seq { open: '(', close: ')', items: vec![n(a), n(b)] };
+        assert_eq!(parse("2, 3; 5, 1").unwrap(), list(vec![tuple(2.0, 3.0), tuple(5.0, 1.0)]));
+        assert_eq!(parse("3 : 4").unwrap(), Expr::Seq { open: ':', close: ':', items: vec![n(3.0), n(4.0)] });
     }
 
     #[test]

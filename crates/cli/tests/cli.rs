@@ -19,6 +19,23 @@ fn check_prints_the_verdict_and_exits_0_or_1() {
 }
 
 #[test]
+fn check_explain_says_how_each_side_was_read_and_which_rule_decided() {
+    let out = ponder().args(["check", "--explain", "(2, 5)", "Final answer: $(x, y) = (2, 5)$"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(s.contains("pred: (x, y) = (2, 5) (the text after an answer phrase)"), "{s}");
+    assert!(s.contains("read as (2, 5)") && s.contains("rule: tuples, in order"), "{s}");
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("pairs.jsonl");
+    std::fs::write(&input, "{\"gold\": \"35 cm\", \"pred\": \"35 mm\"}\n").unwrap();
+    let out = ponder().args(["check", "--explain", "--jsonl"]).arg(&input).output().unwrap();
+    let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(line["equal"], false);
+    assert_eq!(line["explain"]["rule"], "different units");
+    assert_eq!(line["explain"]["gold"]["found"], "the whole text");
+}
+
+#[test]
 fn check_jsonl_adds_the_equal_field() {
     let d = tempfile::tempdir().unwrap();
     let input = d.path().join("pairs.jsonl");

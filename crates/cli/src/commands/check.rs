@@ -14,6 +14,10 @@ pub struct Args {
     /// Where to write the JSONL result (default: standard output).
     #[arg(short, long, requires = "jsonl")]
     output: Option<PathBuf>,
+    /// Say how each side was read (where the answer was found, the form it was read as) and
+    /// which rule decided; with --jsonl, as an "explain" field.
+    #[arg(long)]
+    explain: bool,
 }
 
 /// Exit code 0 for equal, 1 for different (2 is left for errors).
@@ -38,8 +42,15 @@ pub fn run(args: Args) -> Result<i32> {
                     other => Ok(other.to_string()),
                 }
             };
-            let equal = ponder_answers::equivalence::equivalent(&field("gold")?, &field("pred")?);
-            v["equal"] = serde_json::Value::Bool(equal);
+            let c = ponder_answers::equivalence::check(&field("gold")?, &field("pred")?);
+            v["equal"] = serde_json::Value::Bool(c.equal);
+            if args.explain {
+                v["explain"] = serde_json::json!({
+                    "gold": {"answer": c.gold, "found": c.gold_found.describe(), "read": c.gold_read},
+                    "pred": {"answer": c.pred, "found": c.pred_found.describe(), "read": c.pred_read},
+                    "rule": c.rule,
+                });
+            }
             writeln!(out, "{v}")?;
         }
         out.flush()?;
@@ -50,7 +61,16 @@ pub fn run(args: Args) -> Result<i32> {
     };
     let c = ponder_answers::equivalence::check(&gold, &pred);
     println!("{}", if c.equal { "equal" } else { "different" });
-    println!("  gold: {}", c.gold);
-    println!("  pred: {}", c.pred);
+    if args.explain {
+        let not_maths = || "not maths: compared as text".to_string();
+        println!("  gold: {} ({})", c.gold, c.gold_found.describe());
+        println!("        read as {}", c.gold_read.clone().unwrap_or_else(not_maths));
+        println!("  pred: {} ({})", c.pred, c.pred_found.describe());
+        println!("        read as {}", c.pred_read.clone().unwrap_or_else(not_maths));
+        println!("  rule: {}", c.rule);
+    } else {
+        println!("  gold: {}", c.gold);
+        println!("  pred: {}", c.pred);
+    }
     Ok(if c.equal { 0 } else { 1 })
 }
