@@ -30,9 +30,65 @@ use std::collections::BTreeSet;
 const MAX_NODES: usize = 4000;
 const POINTS: usize = 6;
 
+/// The rule that decided a comparison: a stable code (the window translates it) and an English
+/// description.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    Percent,
+    PercentAsNumber,
+    PlusMinus,
+    Intervals,
+    Sets,
+    Several,
+    Tuples,
+    Brackets,
+    Unions,
+    Matrices,
+    OneElement,
+    Relations,
+    Formula,
+    Words,
+    WordAgainstMaths,
+    Kinds,
+    Values,
+    Units,
+    Text,
+    TooLarge,
+}
+
+impl Rule {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Rule::Percent => "percentages",
+            Rule::PercentAsNumber => "a percentage as its number or its fraction",
+            Rule::PlusMinus => "± as its two values",
+            Rule::Intervals => "sets of numbers, interval by interval",
+            Rule::Sets => "sets, in any order",
+            Rule::Several => "several answers, in any order",
+            Rule::Tuples => "tuples, in order",
+            Rule::Brackets => "different brackets",
+            Rule::Unions => "unions, part by part",
+            Rule::Matrices => "matrices, entry by entry",
+            Rule::OneElement => "a one-element matrix",
+            Rule::Relations => "relations with the same solutions",
+            Rule::Formula => "an unknown's formula against the formula",
+            Rule::Words => "words",
+            Rule::WordAgainstMaths => "a word against maths",
+            Rule::Kinds => "different kinds",
+            Rule::Values => "values (numbers at the precision given, formulas at sample points)",
+            Rule::Units => "different units",
+            Rule::Text => "compared as text (not maths)",
+            Rule::TooLarge => "too large to compare",
+        }
+    }
+}
+
 /// The outcome, with how each side was read and the rule that decided (what `ponder check
 /// --explain` prints and the app shows next to a disputed key).
-#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Check {
     pub equal: bool,
     /// The answer found in the key, and where it was found.
@@ -45,7 +101,7 @@ pub struct Check {
     pub gold_read: Option<String>,
     pub pred_read: Option<String>,
     /// The rule that decided.
-    pub rule: &'static str,
+    pub rule: Rule,
 }
 
 /// The answer inside a text: what it states as its answer (boxed, or after an answer phrase),
@@ -122,11 +178,11 @@ pub fn check(gold: &str, pred: &str) -> Check {
             let (gu, pu) = (units(&ge), units(&pe));
             let (ge, pe) = (canon(ge), canon(pe));
             let (equal, rule) =
-                if !gu.is_empty() && !pu.is_empty() && gu != pu { (false, "different units") } else { decide(&ge, &pe) };
+                if !gu.is_empty() && !pu.is_empty() && gu != pu { (false, Rule::Units) } else { decide(&ge, &pe) };
             (equal, rule, Some(ge.to_string()), Some(pe.to_string()))
         }
-        (Ok(_), Ok(_)) => (false, "too large to compare", None, None),
-        _ => (norm_text(&g) == norm_text(&p) && !norm_text(&g).is_empty(), "compared as text (not maths)", None, None),
+        (Ok(_), Ok(_)) => (false, Rule::TooLarge, None, None),
+        _ => (norm_text(&g) == norm_text(&p) && !norm_text(&g).is_empty(), Rule::Text, None, None),
     };
     Check { equal, gold: g.trim().to_string(), gold_found, pred: p.trim().to_string(), pred_found, gold_read, pred_read, rule }
 }
@@ -346,21 +402,19 @@ fn eq(g: &Expr, p: &Expr) -> bool {
 }
 
 /// Whether two canonical answers are equal, and the rule that said so.
-fn decide(g: &Expr, p: &Expr) -> (bool, &'static str) {
+fn decide(g: &Expr, p: &Expr) -> (bool, Rule) {
     // Two intervals alone compare as shapes: `(2, 5)` may be a point as well.
     let relation_or_set = |e: &Expr| matches!(e, Expr::Rel(..) | Expr::Union(_));
     match (g, p) {
-        (Expr::Percent(a), Expr::Percent(b)) => (eq(a, b), "percentages"),
+        (Expr::Percent(a), Expr::Percent(b)) => (eq(a, b), Rule::Percent),
         // A key of 28% accepts 28 and 0.28.
-        (Expr::Percent(a), b) => (eq(a, b) || scalar_eq(g, b), "a percentage as its number or its fraction"),
-        (a, Expr::Percent(b)) => (eq(a, b) || scalar_eq(a, p), "a percentage as its number or its fraction"),
-        (Expr::PlusMinus(..), _) | (_, Expr::PlusMinus(..)) => (unordered_eq(&values(g), &values(p)), "± as its two values"),
+        (Expr::Percent(a), b) => (eq(a, b) || scalar_eq(g, b), Rule::PercentAsNumber),
+        (a, Expr::Percent(b)) => (eq(a, b) || scalar_eq(a, p), Rule::PercentAsNumber),
+        (Expr::PlusMinus(..), _) | (_, Expr::PlusMinus(..)) => (unordered_eq(&values(g), &values(p)), Rule::PlusMinus),
         // `x ≤ -1 or x ≥ 3` against `(-∞, -1] ∪ [3, ∞)`, `x > 3` against `(3, ∞)`.
         _ if (relation_or_set(g) || relation_or_set(p)) && !matches!((g, p), (Expr::Rel(..), Expr::Rel(..))) => {
             match (as_intervals(g), as_intervals(p)) {
-                (Some(a), Some(b)) => {
-                    (unordered_by(&a, &b, |x, y| decide_shapes(x, y).0), "sets of numbers, interval by interval")
-                }
+                (Some(a), Some(b)) => (unordered_by(&a, &b, |x, y| decide_shapes(x, y).0), Rule::Intervals),
                 _ => decide_shapes(g, p),
             }
         }
@@ -368,45 +422,45 @@ fn decide(g: &Expr, p: &Expr) -> (bool, &'static str) {
     }
 }
 
-fn decide_shapes(g: &Expr, p: &Expr) -> (bool, &'static str) {
+fn decide_shapes(g: &Expr, p: &Expr) -> (bool, Rule) {
     match (g, p) {
         (Expr::Set(_), _) | (_, Expr::Set(_)) if items(g).is_some() && items(p).is_some() => {
-            (unordered_eq(items(g).unwrap(), items(p).unwrap()), "sets, in any order")
+            (unordered_eq(items(g).unwrap(), items(p).unwrap()), Rule::Sets)
         }
         (Expr::Seq { open: o1, close: c1, items: a }, Expr::Seq { open: o2, close: c2, items: b }) => {
             if bare(g) && bare(p) {
-                (unordered_eq(a, b), "several answers, in any order")
+                (unordered_eq(a, b), Rule::Several)
             } else if bare(g) || bare(p) || (o1 == o2 && c1 == c2) {
-                (a.len() == b.len() && a.iter().zip(b).all(|(x, y)| eq(x, y)), "tuples, in order")
+                (a.len() == b.len() && a.iter().zip(b).all(|(x, y)| eq(x, y)), Rule::Tuples)
             } else {
-                (false, "different brackets")
+                (false, Rule::Brackets)
             }
         }
-        (Expr::Union(a), Expr::Union(b)) => (unordered_eq(a, b), "unions, part by part"),
+        (Expr::Union(a), Expr::Union(b)) => (unordered_eq(a, b), Rule::Unions),
         (Expr::Matrix(a), Expr::Matrix(b)) => {
             let same =
                 a.len() == b.len() && a.iter().zip(b).all(|(r, s)| r.len() == s.len() && r.iter().zip(s).all(|(x, y)| eq(x, y)));
-            (same, "matrices, entry by entry")
+            (same, Rule::Matrices)
         }
         // A one-element matrix or tuple wrapped in parentheses is its content.
-        (Expr::Seq { items, .. }, Expr::Matrix(_)) if items.len() == 1 => (eq(&items[0], p), "a one-element matrix"),
-        (Expr::Matrix(_), Expr::Seq { items, .. }) if items.len() == 1 => (eq(g, &items[0]), "a one-element matrix"),
-        (Expr::Rel(a, oa), Expr::Rel(b, ob)) => (rel_eq(a, oa, b, ob), "relations with the same solutions"),
+        (Expr::Seq { items, .. }, Expr::Matrix(_)) if items.len() == 1 => (eq(&items[0], p), Rule::OneElement),
+        (Expr::Matrix(_), Expr::Seq { items, .. }) if items.len() == 1 => (eq(g, &items[0]), Rule::OneElement),
+        (Expr::Rel(a, oa), Expr::Rel(b, ob)) => (rel_eq(a, oa, b, ob), Rule::Relations),
         // `y = 2x + 1` against `2x + 1`: the named side is the answer.
         (Expr::Rel(a, o), other) | (other, Expr::Rel(a, o))
             if o.as_slice() == [RelOp::Eq] && matches!(a[0], Expr::Sym(_)) && !matches!(other, Expr::Rel(..)) =>
         {
-            (eq(&a[1], other), "an unknown's formula against the formula")
+            (eq(&a[1], other), Rule::Formula)
         }
-        (Expr::Text(a), Expr::Text(b)) => (!a.is_empty() && a.to_lowercase() == b.to_lowercase(), "words"),
+        (Expr::Text(a), Expr::Text(b)) => (!a.is_empty() && a.to_lowercase() == b.to_lowercase(), Rule::Words),
         // `\text{odd}` against `odd` (read as the letters o·d·d).
         (Expr::Text(a), other) | (other, Expr::Text(a)) if spelled(other).is_some() => {
-            (spelled(other).is_some_and(|w| w == a.trim().to_lowercase()), "words")
+            (spelled(other).is_some_and(|w| w == a.trim().to_lowercase()), Rule::Words)
         }
-        (Expr::Text(_), _) | (_, Expr::Text(_)) => (false, "a word against maths"),
-        (Expr::Seq { .. } | Expr::Set(_) | Expr::Union(_) | Expr::Matrix(_) | Expr::Rel(..), _) => (false, "different kinds"),
-        (_, Expr::Seq { .. } | Expr::Set(_) | Expr::Union(_) | Expr::Matrix(_) | Expr::Rel(..)) => (false, "different kinds"),
-        _ => (scalar_eq(g, p), "values (numbers at the precision given, formulas at sample points)"),
+        (Expr::Text(_), _) | (_, Expr::Text(_)) => (false, Rule::WordAgainstMaths),
+        (Expr::Seq { .. } | Expr::Set(_) | Expr::Union(_) | Expr::Matrix(_) | Expr::Rel(..), _) => (false, Rule::Kinds),
+        (_, Expr::Seq { .. } | Expr::Set(_) | Expr::Union(_) | Expr::Matrix(_) | Expr::Rel(..)) => (false, Rule::Kinds),
+        _ => (scalar_eq(g, p), Rule::Values),
     }
 }
 

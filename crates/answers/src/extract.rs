@@ -174,7 +174,9 @@ fn answer_phrase(s: &str) -> Option<(usize, String)> {
 }
 
 /// How an answer was found in a text, for explanations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Found {
     /// In `\boxed{…}` (several boxes joined only by "and" or commas are one answer).
     Boxed,

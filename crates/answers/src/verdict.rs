@@ -29,6 +29,32 @@ impl Verdict {
     }
 }
 
+/// Why a problem is unsure, so a teacher knows what would settle it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnsureReason {
+    /// No sample gave a final answer.
+    NoAnswer,
+    /// Fewer than half the samples gave a final answer (most were cut off at the length limit).
+    MostCutOff,
+    /// No answer has a clear majority.
+    Split,
+    /// Most samples disagree with the key, but some reproduced it: not clear evidence against it.
+    KeyReproduced,
+}
+
+impl UnsureReason {
+    pub fn describe(self) -> &'static str {
+        match self {
+            UnsureReason::NoAnswer => "no sample gave a final answer",
+            UnsureReason::MostCutOff => "most samples were cut off before a final answer",
+            UnsureReason::Split => "the samples' answers are split",
+            UnsureReason::KeyReproduced => "most samples disagree with the key, but some reproduced it",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Class {
     /// The first answer of the class, as written.
@@ -44,6 +70,8 @@ pub struct Judgement {
     /// Share of all samples in the majority class (0 to 1).
     pub agreement: f64,
     pub verdict: Verdict,
+    /// Set when the verdict is unsure.
+    pub reason: Option<UnsureReason>,
 }
 
 /// Groups the extracted answers (one per sample; `None` where none was found) and judges them
@@ -59,26 +87,51 @@ pub fn judge(key: Option<&str>, answers: &[Option<String>]) -> Judgement {
     }
     // Largest first; ties keep the order answers first appeared.
     classes.sort_by_key(|c| std::cmp::Reverse(c.samples.len()));
-    let n = answers.len().max(1);
+    let (verdict, reason) = decide(key, &classes, answers.len());
     let top = classes.first().map_or(0, |c| c.samples.len());
+    let agreement = top as f64 / answers.len().max(1) as f64;
+    let majority = majority_of(&classes).map(|c| c.answer.clone());
+    Judgement { classes, majority, agreement, verdict, reason }
+}
+
+/// The answer held by at least half the votes and by more than any other answer.
+fn majority_of(classes: &[Class]) -> Option<&Class> {
+    let votes: usize = classes.iter().map(|c| c.samples.len()).sum();
+    let top = classes.first()?.samples.len();
     let runner_up = classes.get(1).map_or(0, |c| c.samples.len());
-    // A clear majority: at least half of all samples, and more than any other answer.
-    let clear = top > 0 && top * 2 >= n && top > runner_up;
-    let majority = if clear { classes.first().map(|c| c.answer.clone()) } else { None };
-    let agreement = top as f64 / n as f64;
-    let verdict = match (key, &majority) {
-        (None, Some(_)) => Verdict::Answered,
-        (None, None) => Verdict::Unsure,
-        (Some(_), None) => Verdict::Unsure,
-        (Some(k), Some(m)) => {
-            if equivalent(k, m) {
-                Verdict::Confirmed
-            } else {
-                Verdict::Disputed
-            }
-        }
+    (top * 2 >= votes && top > runner_up).then(|| &classes[0])
+}
+
+/// The rule, over the samples that gave an answer (a sample cut off without one is no vote):
+/// - **Confirmed**: the key's answer has a clear majority (at least half the votes, more than any
+///   other answer).
+/// - **Disputed**, only on clear evidence: one other answer holds at least two thirds of the
+///   votes and more than twice as many as reproduced the key. Two of four agreeing, or three
+///   against two that match the key, is not enough.
+/// - **Unsure** otherwise, with the reason; also when fewer than half the samples answered.
+/// - **Answered**: no key, and an answer has a clear majority.
+fn decide(key: Option<&str>, classes: &[Class], samples: usize) -> (Verdict, Option<UnsureReason>) {
+    let votes: usize = classes.iter().map(|c| c.samples.len()).sum();
+    if votes == 0 {
+        return (Verdict::Unsure, Some(UnsureReason::NoAnswer));
+    }
+    if votes * 2 < samples {
+        return (Verdict::Unsure, Some(UnsureReason::MostCutOff));
+    }
+    let top = classes[0].samples.len();
+    let clear = majority_of(classes).is_some();
+    let Some(key) = key else {
+        return if clear { (Verdict::Answered, None) } else { (Verdict::Unsure, Some(UnsureReason::Split)) };
     };
-    Judgement { classes, majority, agreement, verdict }
+    let key_votes = classes.iter().find(|c| equivalent(key, &c.answer)).map_or(0, |c| c.samples.len());
+    if clear && key_votes == top {
+        return (Verdict::Confirmed, None);
+    }
+    if clear && top * 3 >= votes * 2 && top > 2 * key_votes {
+        return (Verdict::Disputed, None);
+    }
+    let reason = if key_votes > 0 { UnsureReason::KeyReproduced } else { UnsureReason::Split };
+    (Verdict::Unsure, Some(reason))
 }
 
 #[cfg(test)]
@@ -106,9 +159,35 @@ mod tests {
 
     #[test]
     fn unsure_on_a_split_or_no_answers() {
-        assert_eq!(judge(Some("1"), &s(&["1", "1", "2", "2"])).verdict, Verdict::Unsure);
-        assert_eq!(judge(Some("1"), &s(&["", "", "", "1"])).verdict, Verdict::Unsure);
-        assert_eq!(judge(Some("1"), &s(&["", "", "", ""])).verdict, Verdict::Unsure);
+        let why = |key, v: &[&str]| {
+            let j = judge(Some(key), &s(v));
+            assert_eq!(j.verdict == Verdict::Unsure, j.reason.is_some(), "{j:?}");
+            j.reason
+        };
+        assert_eq!(why("1", &["1", "1", "2", "2"]), Some(UnsureReason::KeyReproduced));
+        assert_eq!(why("1", &["", "", "", "1"]), Some(UnsureReason::MostCutOff));
+        assert_eq!(why("1", &["", "", "", ""]), Some(UnsureReason::NoAnswer));
+        assert_eq!(why("9", &["1", "1", "2", "3"]), Some(UnsureReason::Split));
+    }
+
+    #[test]
+    fn disputed_only_on_clear_evidence() {
+        let verdict = |key, v: &[&str]| judge(Some(key), &s(v)).verdict;
+        // Two of four agreeing is a split, whether or not a sample reproduced the key.
+        assert_eq!(verdict("5", &["7", "7", "5", "6"]), Verdict::Unsure);
+        assert_eq!(verdict("5", &["7", "7", "6", "8"]), Verdict::Unsure);
+        // Three against two that match the key is not clear either.
+        assert_eq!(verdict("5", &["7", "7", "7", "5", "5"]), Verdict::Unsure);
+        // Three of four against, or all of them, is.
+        assert_eq!(verdict("5", &["7", "7", "7", "6"]), Verdict::Disputed);
+        assert_eq!(verdict("5", &["7", "7", "7", "7"]), Verdict::Disputed);
+        // A cut-off sample is no vote: three answers that all disagree are clear.
+        assert_eq!(verdict("5", &["7", "7", "7", ""]), Verdict::Disputed);
+        // Half for the key and more than any other answer confirms it.
+        assert_eq!(verdict("5", &["5", "5", "7", "6"]), Verdict::Confirmed);
+        // One sample is all the evidence a one-sample job asked for.
+        assert_eq!(verdict("5", &["7"]), Verdict::Disputed);
+        assert_eq!(verdict("5", &["5"]), Verdict::Confirmed);
     }
 
     #[test]

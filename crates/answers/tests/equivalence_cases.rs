@@ -63,7 +63,7 @@ fn misses(path: &Path, cases: &[Case]) -> Vec<(usize, String)> {
                     short(&got.pred),
                     got.gold_read,
                     got.pred_read,
-                    got.rule
+                    got.rule.describe()
                 ),
             ));
         }

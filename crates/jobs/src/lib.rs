@@ -9,6 +9,8 @@ pub mod report;
 pub mod runner;
 pub mod store;
 
+/// The answer checker the reports use, for callers that show its explanations.
+pub use ponder_answers as answers;
 pub use ponder_answers::Verdict;
 pub use reader::{read_file, Limits, Preview, Problem};
 pub use store::{JobId, JobOptions, JobState, Store};

@@ -3,7 +3,8 @@
 
 use crate::reader::Problem;
 use crate::store::{JobId, SampleRow, Store, StoreError};
-use ponder_answers::verdict::{judge, Judgement, Verdict};
+use ponder_answers::equivalence::{check, Check};
+use ponder_answers::verdict::{judge, Judgement, UnsureReason, Verdict};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -24,6 +25,8 @@ pub struct Row {
     pub majority: Option<String>,
     pub agreement: f64,
     pub verdict: Verdict,
+    /// Why the verdict is unsure.
+    pub reason: Option<UnsureReason>,
     pub answers: Vec<Option<String>>,
     pub samples: Vec<SampleOut>,
     #[serde(skip)]
@@ -81,6 +84,7 @@ pub fn rows_of(problems: &[Problem], samples: &[SampleRow]) -> Vec<Row> {
             majority: j.majority,
             agreement: j.agreement,
             verdict: j.verdict,
+            reason: j.reason,
             answers,
             samples: mine
                 .iter()
@@ -217,10 +221,14 @@ pub fn to_markdown(title: &str, rows: &[Row]) -> String {
     sorted.sort_by_key(|r| report_rank(Some(r.verdict)));
     md.push_str("\n| id | verdict | key | majority | agreement | question |\n|---|---|---|---|---|---|\n");
     for r in sorted {
+        let verdict = match r.reason {
+            Some(why) => format!("{} ({})", r.verdict.as_str(), why.describe()),
+            None => r.verdict.as_str().to_string(),
+        };
         md.push_str(&format!(
             "| {} | {} | {} | {} | {:.0}% | {} |\n",
             r.id,
-            r.verdict.as_str(),
+            verdict,
             r.key.as_deref().map(|k| one_line(k, 40)).unwrap_or_default().replace('|', "\\|"),
             r.majority.as_deref().map(|k| one_line(k, 40)).unwrap_or_default().replace('|', "\\|"),
             r.agreement * 100.0,
@@ -248,6 +256,11 @@ pub struct ProblemStatus {
     pub agreement: f64,
     /// `None` until every sample of the problem is done.
     pub verdict: Option<Verdict>,
+    /// Why a finished problem is unsure.
+    pub reason: Option<UnsureReason>,
+    /// For a disputed or unsure key: how the key and the most common answer were read, and the
+    /// rule that found them different, so a teacher sees why.
+    pub check: Option<Check>,
 }
 
 /// Problems by verdict, for the report's summary and chart.
@@ -269,6 +282,11 @@ pub fn statuses(problems: &[Problem], samples: &[SampleRow], samples_per_problem
         .enumerate()
         .map(|(idx, (p, Projected { samples: mine, answers, judgement: j }))| {
             let complete = mine.len() >= samples_per_problem;
+            let settled = complete.then_some(j.verdict);
+            let check = match (settled, &p.key, j.classes.first()) {
+                (Some(Verdict::Disputed | Verdict::Unsure), Some(key), Some(top)) => Some(check(key, &top.answer)),
+                _ => None,
+            };
             ProblemStatus {
                 idx,
                 id: p.id.clone(),
@@ -279,7 +297,9 @@ pub fn statuses(problems: &[Problem], samples: &[SampleRow], samples_per_problem
                 samples_total: samples_per_problem,
                 majority: j.majority,
                 agreement: j.agreement,
-                verdict: complete.then_some(j.verdict),
+                verdict: settled,
+                reason: if complete { j.reason } else { None },
+                check,
                 answers,
             }
         })
@@ -332,6 +352,27 @@ mod status_tests {
         let ids: Vec<&str> = md.lines().skip_while(|l| !l.starts_with("| id ")).skip(2).map(|l| &l[2..3]).collect();
         // In the finished report a problem without samples is unsure.
         assert_eq!(ids, ["1", "4", "2", "0", "3"]);
+    }
+
+    #[test]
+    fn an_unsure_or_disputed_key_says_why() {
+        let problems = [problem("split", Some("5")), problem("units", Some("35 cm"))];
+        let samples = [
+            sample(0, 0, "7"),
+            sample(0, 1, "7"),
+            sample(0, 2, "5"),
+            sample(0, 3, "6"),
+            sample(1, 0, "35 mm"),
+            sample(1, 1, "35 mm"),
+            sample(1, 2, "35 mm"),
+            sample(1, 3, "35 mm"),
+        ];
+        let st = statuses(&problems, &samples, 4);
+        assert_eq!((st[0].verdict, st[0].reason), (Some(Verdict::Unsure), Some(UnsureReason::KeyReproduced)));
+        let why = st[1].check.as_ref().expect("a disputed key is explained");
+        assert_eq!((st[1].verdict, why.rule), (Some(Verdict::Disputed), ponder_answers::equivalence::Rule::Units));
+        let md = to_markdown("t", &rows_of(&problems, &samples));
+        assert!(md.contains("| split | unsure (most samples disagree with the key, but some reproduced it) |"), "{md}");
     }
 
     fn problem(id: &str, key: Option<&str>) -> Problem {

@@ -13,6 +13,7 @@ afterEach(() => {
 const problem = (idx: number, verdict: ProblemStatus['verdict'], done = 2): ProblemStatus => ({
   idx, id: String(idx + 1), question: `Question ${idx + 1}`, key: String(idx), line: idx + 2, samples_done: done, samples_total: 2,
   answers: Array(done).fill(String(idx)), majority: verdict ? String(idx) : null, agreement: done ? 1 : 0, verdict,
+  reason: null, check: null,
 });
 
 function table(state: JobTable['summary']['state'], problems: ProblemStatus[], report_order = problems.map((p) => p.idx)): JobTable {
@@ -68,5 +69,22 @@ describe('job table', () => {
     expect(screen.getAllByTestId('job-row').map((r) => r.dataset.state)).toEqual(['confirmed', 'confirmed']);
     await fireEvent.click(screen.getByTestId('count-confirmed'));
     expect(screen.getAllByTestId('job-row')).toHaveLength(4);
+  });
+
+  it('says why a key is unsure: the reason and how the key and the answer were read', () => {
+    const c = new JobsController();
+    c.selectedId = 3;
+    const unsure: ProblemStatus = {
+      ...problem(0, 'unsure'), key: '35 cm', majority: null, reason: 'key_reproduced',
+      check: { equal: false, gold: '35 cm', gold_found: 'whole', pred: '35 mm', pred_found: 'boxed',
+        gold_read: '35·"cm"', pred_read: '35·"mm"', rule: 'units' },
+    };
+    c.table = table('done', [unsure]);
+    c.selectedProblem = 0;
+    render(JobPanel, { controller: c });
+    expect(screen.getByTestId('job-row').querySelector('.badge')!.getAttribute('title'))
+      .toBe('most samples disagree with the key, but some reproduced it');
+    expect(screen.getByTestId('unsure-reason').textContent).toBe('most samples disagree with the key, but some reproduced it.');
+    expect(screen.getByTestId('key-check').textContent).toBe('Key read as 35·"cm"; answer 35 mm read as 35·"mm": the units differ.');
   });
 });

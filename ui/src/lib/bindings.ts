@@ -140,6 +140,27 @@ export type SampleRow = { problem_idx: number, sample_idx: number, answer: strin
 
 export type Verdict = "confirmed" | "disputed" | "unsure" | "answered";
 
+export type UnsureReason = "no_answer" | "most_cut_off" | "split" | "key_reproduced";
+
+export type Found = "boxed" | "phrase" | "last_math" | "whole" | "last_number";
+
+export type Rule = "percent" | "percent_as_number" | "plus_minus" | "intervals" | "sets" | "several" | "tuples" | "brackets" | "unions" | "matrices" | "one_element" | "relations" | "formula" | "words" | "word_against_maths" | "kinds" | "values" | "units" | "text" | "too_large";
+
+export type Check = { equal: boolean, 
+/**
+ * The answer found in the key, and where it was found.
+ */
+gold: string, gold_found: Found, pred: string, pred_found: Found, 
+/**
+ * Each side as read, after labels and units are dropped (`None`: not maths, so compared as
+ * text).
+ */
+gold_read: string | null, pred_read: string | null, 
+/**
+ * The rule that decided.
+ */
+rule: Rule, };
+
 export type ProblemStatus = { idx: number, id: string, question: string, key: string | null, line: number, samples_done: number, samples_total: number, 
 /**
  * Extracted answers of the finished samples, in sample order.
@@ -148,7 +169,16 @@ answers: Array<string | null>, majority: string | null, agreement: number,
 /**
  * `None` until every sample of the problem is done.
  */
-verdict: Verdict | null, };
+verdict: Verdict | null, 
+/**
+ * Why a finished problem is unsure.
+ */
+reason: UnsureReason | null, 
+/**
+ * For a disputed or unsure key: how the key and the most common answer were read, and the
+ * rule that found them different, so a teacher sees why.
+ */
+check: Check | null, };
 
 export type VerdictCounts = { confirmed: number, disputed: number, unsure: number, answered: number, 
 /**

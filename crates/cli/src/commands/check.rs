@@ -48,7 +48,7 @@ pub fn run(args: Args) -> Result<i32> {
                 v["explain"] = serde_json::json!({
                     "gold": {"answer": c.gold, "found": c.gold_found.describe(), "read": c.gold_read},
                     "pred": {"answer": c.pred, "found": c.pred_found.describe(), "read": c.pred_read},
-                    "rule": c.rule,
+                    "rule": c.rule.describe(),
                 });
             }
             writeln!(out, "{v}")?;
@@ -67,7 +67,7 @@ pub fn run(args: Args) -> Result<i32> {
         println!("        read as {}", c.gold_read.clone().unwrap_or_else(not_maths));
         println!("  pred: {} ({})", c.pred, c.pred_found.describe());
         println!("        read as {}", c.pred_read.clone().unwrap_or_else(not_maths));
-        println!("  rule: {}", c.rule);
+        println!("  rule: {}", c.rule.describe());
     } else {
         println!("  gold: {}", c.gold);
         println!("  pred: {}", c.pred);
