@@ -18,6 +18,9 @@
 //! - **Relations against sets.** A relation of one unknown with constants is the set it
 //!   describes: `2 < x < 5` is `(2, 5)`, "x ≤ -1 or x ≥ 3" is `(-∞, -1] ∪ [3, ∞)`, and
 //!   `1 ≤ |t| ≤ 2` is `[-2, -1] ∪ [1, 2]`.
+//! - **Variables.** The same function in another variable is the same answer (`h(s) = s^2 + 1`
+//!   against `h(t) = t^2 + 1`): the checker does not see the question, so it cannot tell when the
+//!   question names the variable. A lone letter is never renamed: choices `A` and `B` differ.
 //! - **Mixed numbers** (`3 1/4`, `3\frac14`) need a proper fraction on the same line.
 //! - **Percentages**: a key of 28% accepts 28 and 0.28.
 
@@ -25,10 +28,39 @@ use crate::expr::{Constant, Expr, Func, RelOp};
 use crate::extract::{self, Found};
 use crate::parse;
 use rand::{rngs::StdRng, Rng, SeedableRng};
+use std::cell::Cell;
 use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
 
 const MAX_NODES: usize = 4000;
 const POINTS: usize = 6;
+/// Past this, a comparison gives up: "too slow to compare", which a verdict reads as unsure.
+/// Sizes are bounded already; this is the backstop that keeps any input from hanging a report.
+const TIME_LIMIT: Duration = Duration::from_millis(1000);
+
+thread_local! {
+    /// When the comparison running on this thread must stop.
+    static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// Whether the running comparison is out of time; every value comparison and every pairing of
+/// a collection asks first.
+fn out_of_time() -> bool {
+    DEADLINE.with(|d| d.get().is_some_and(|t| Instant::now() >= t))
+}
+
+/// Runs `f` with a deadline `limit` from now (a comparison inside one keeps the outer deadline).
+fn with_deadline<T>(limit: Duration, f: impl FnOnce() -> T) -> T {
+    let outer = DEADLINE.with(|d| d.get());
+    if outer.is_none() {
+        DEADLINE.with(|d| d.set(Some(Instant::now() + limit)));
+    }
+    let out = f();
+    if outer.is_none() {
+        DEADLINE.with(|d| d.set(None));
+    }
+    out
+}
 
 /// The rule that decided a comparison: a stable code (the window translates it) and an English
 /// description.
@@ -56,6 +88,7 @@ pub enum Rule {
     Units,
     Text,
     TooLarge,
+    TimedOut,
 }
 
 impl Rule {
@@ -81,6 +114,7 @@ impl Rule {
             Rule::Units => "different units",
             Rule::Text => "compared as text (not maths)",
             Rule::TooLarge => "too large to compare",
+            Rule::TimedOut => "too slow to compare (gave up after a second)",
         }
     }
 }
@@ -171,20 +205,37 @@ fn mentions_text(e: &Expr) -> bool {
 
 /// Compares a key with a candidate answer, each given as free text.
 pub fn check(gold: &str, pred: &str) -> Check {
+    with_deadline(TIME_LIMIT, || check_within_deadline(gold, pred))
+}
+
+fn check_within_deadline(gold: &str, pred: &str) -> Check {
     let ((g, gold_found), (p, pred_found)) = (answer_of(gold), answer_of(pred));
     let (equal, rule, gold_read, pred_read) = match (parse::parse(&g), parse::parse(&p)) {
         (Ok(ge), Ok(pe)) if ge.size() + pe.size() <= MAX_NODES => {
             // `35 cm` against `35 mm`: a unit on both sides must be the same one.
             let (gu, pu) = (units(&ge), units(&pe));
             let (ge, pe) = (canon(ge), canon(pe));
-            let (equal, rule) =
-                if !gu.is_empty() && !pu.is_empty() && gu != pu { (false, Rule::Units) } else { decide(&ge, &pe) };
+            let pe = in_keys_variable(&ge, pe);
+            let (equal, rule) = if !gu.is_empty() && !pu.is_empty() && gu != pu {
+                (false, Rule::Units)
+            } else {
+                match decide(&ge, &pe) {
+                    _ if out_of_time() => (false, Rule::TimedOut),
+                    decided => decided,
+                }
+            };
             (equal, rule, Some(ge.to_string()), Some(pe.to_string()))
         }
         (Ok(_), Ok(_)) => (false, Rule::TooLarge, None, None),
         _ => (norm_text(&g) == norm_text(&p) && !norm_text(&g).is_empty(), Rule::Text, None, None),
     };
     Check { equal, gold: g.trim().to_string(), gold_found, pred: p.trim().to_string(), pred_found, gold_read, pred_read, rule }
+}
+
+/// `Some(equal)`, or `None` when the comparison ran out of time (neither equal nor different).
+pub fn decided(gold: &str, pred: &str) -> Option<bool> {
+    let c = check(gold, pred);
+    (c.rule != Rule::TimedOut).then_some(c.equal)
 }
 
 pub fn equivalent(gold: &str, pred: &str) -> bool {
@@ -277,6 +328,20 @@ fn canon(e: Expr) -> Expr {
         Expr::Set(items) => Expr::Set(items.into_iter().map(canon).collect()),
         Expr::Percent(a) => Expr::Percent(Box::new(canon(*a))),
         other => other,
+    }
+}
+
+/// The same function in another variable is the same answer: `h(s) = s^2 + 1` against a key of
+/// `h(t) = t^2 + 1` is read with `t` for `s`. Only when one symbol differs on each side, and
+/// never for a lone symbol (choices `A` and `B` stay different).
+fn in_keys_variable(key: &Expr, answer: Expr) -> Expr {
+    let (ks, als) = (symbols(&[key]), symbols(&[&answer]));
+    let only_key: Vec<&String> = ks.difference(&als).collect();
+    let only_answer: Vec<&String> = als.difference(&ks).collect();
+    let lone = |e: &Expr| matches!(e, Expr::Sym(_));
+    match (only_key.as_slice(), only_answer.as_slice()) {
+        ([k], [a]) if !lone(key) && !lone(&answer) => answer.rename(a, k),
+        _ => answer,
     }
 }
 
@@ -388,6 +453,9 @@ fn unordered_by(g: &[Expr], p: &[Expr], same: impl Fn(&Expr, &Expr) -> bool) -> 
     }
     let mut used = vec![false; p.len()];
     g.iter().all(|x| {
+        if out_of_time() {
+            return false;
+        }
         if let Some(j) = (0..p.len()).find(|&j| !used[j] && same(x, &p[j])) {
             used[j] = true;
             true
@@ -498,6 +566,9 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
 }
 
 fn scalar_eq(g: &Expr, p: &Expr) -> bool {
+    if out_of_time() {
+        return false;
+    }
     if let (Expr::Sym(a), Expr::Sym(b)) = (g, p) {
         return a == b;
     }
@@ -605,6 +676,17 @@ mod tests {
         ] {
             assert!(equivalent(g, p), "{g} vs {p}: {:?}", check(g, p));
         }
+    }
+
+    #[test]
+    fn a_comparison_past_its_time_limit_gives_up_and_says_so() {
+        // Inputs are bounded so that no real comparison comes near the limit: a limit that has
+        // already passed shows what happens when one does.
+        let c = with_deadline(Duration::ZERO, || check_within_deadline("x^2 + 1", "1 + x^2"));
+        assert_eq!((c.equal, c.rule), (false, Rule::TimedOut));
+        // The deadline ends with its comparison.
+        assert_eq!(check("x^2 + 1", "1 + x^2").rule, Rule::Values);
+        assert_eq!(decided("x^2 + 1", "1 + x^2"), Some(true));
     }
 
     #[test]

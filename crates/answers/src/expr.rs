@@ -113,6 +113,30 @@ impl Expr {
         }
     }
 
+    /// The same expression with the symbol `from` called `to`.
+    pub fn rename(&self, from: &str, to: &str) -> Expr {
+        let all = |v: &[Expr]| v.iter().map(|e| e.rename(from, to)).collect::<Vec<_>>();
+        let one = |e: &Expr| Box::new(e.rename(from, to));
+        match self {
+            Expr::Sym(s) if s == from => Expr::Sym(to.to_string()),
+            Expr::Num { .. } | Expr::Sym(_) | Expr::Const(_) | Expr::Text(_) => self.clone(),
+            Expr::Add(v) => Expr::Add(all(v)),
+            Expr::Mul(v) => Expr::Mul(all(v)),
+            Expr::Set(v) => Expr::Set(all(v)),
+            Expr::Union(v) => Expr::Union(all(v)),
+            Expr::Rel(v, ops) => Expr::Rel(all(v), ops.clone()),
+            Expr::Seq { open, close, items } => Expr::Seq { open: *open, close: *close, items: all(items) },
+            Expr::Matrix(rows) => Expr::Matrix(rows.iter().map(|r| all(r)).collect()),
+            Expr::Neg(a) => Expr::Neg(one(a)),
+            Expr::Func(f, a) => Expr::Func(*f, one(a)),
+            Expr::Percent(a) => Expr::Percent(one(a)),
+            Expr::Factorial(a) => Expr::Factorial(one(a)),
+            Expr::Div(a, b) => Expr::Div(one(a), one(b)),
+            Expr::Pow(a, b) => Expr::Pow(one(a), one(b)),
+            Expr::PlusMinus(a, b) => Expr::PlusMinus(one(a), one(b)),
+        }
+    }
+
     /// Free symbols, for choosing evaluation points.
     pub fn symbols(&self, out: &mut BTreeSet<String>) {
         self.visit(&mut |e| {

@@ -1,7 +1,7 @@
 //! What the samples of one problem say about its key: their answers grouped into equivalence
 //! classes, the majority, the agreement, and a verdict.
 
-use crate::equivalence::equivalent;
+use crate::equivalence::{decided, equivalent};
 use serde::{Deserialize, Serialize};
 
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -42,6 +42,8 @@ pub enum UnsureReason {
     Split,
     /// Most samples disagree with the key, but some reproduced it: not clear evidence against it.
     KeyReproduced,
+    /// Comparing the key with the answer took too long to decide.
+    TooSlowToCompare,
 }
 
 impl UnsureReason {
@@ -51,6 +53,7 @@ impl UnsureReason {
             UnsureReason::MostCutOff => "most samples were cut off before a final answer",
             UnsureReason::Split => "the samples' answers are split",
             UnsureReason::KeyReproduced => "most samples disagree with the key, but some reproduced it",
+            UnsureReason::TooSlowToCompare => "comparing the key with the answer took too long",
         }
     }
 }
@@ -94,6 +97,21 @@ pub fn judge(key: Option<&str>, answers: &[Option<String>]) -> Judgement {
     Judgement { classes, majority, agreement, verdict, reason }
 }
 
+/// How many samples a problem should have, given the answers of those finished so far, when it
+/// may use between `min` and `max`: `min` first; then, while the verdict is unsure (a split vote,
+/// a key some samples reproduced, samples cut off), two more at a time until it is clear or the
+/// budget is spent. Samples that agree (with each other, for or against the key) stop it early.
+pub fn samples_wanted(key: Option<&str>, answers: &[Option<String>], min: usize, max: usize) -> usize {
+    let max = max.max(min);
+    if answers.len() < min {
+        return min;
+    }
+    if answers.len() >= max || judge(key, answers).verdict != Verdict::Unsure {
+        return answers.len();
+    }
+    (answers.len() + 2).min(max)
+}
+
 /// The answer held by at least half the votes and by more than any other answer.
 fn majority_of(classes: &[Class]) -> Option<&Class> {
     let votes: usize = classes.iter().map(|c| c.samples.len()).sum();
@@ -123,9 +141,23 @@ fn decide(key: Option<&str>, classes: &[Class], samples: usize) -> (Verdict, Opt
     let Some(key) = key else {
         return if clear { (Verdict::Answered, None) } else { (Verdict::Unsure, Some(UnsureReason::Split)) };
     };
-    let key_votes = classes.iter().find(|c| equivalent(key, &c.answer)).map_or(0, |c| c.samples.len());
+    let mut undecided = false;
+    let key_votes = classes
+        .iter()
+        .find(|c| match decided(key, &c.answer) {
+            Some(equal) => equal,
+            None => {
+                undecided = true;
+                false
+            }
+        })
+        .map_or(0, |c| c.samples.len());
     if clear && key_votes == top {
         return (Verdict::Confirmed, None);
+    }
+    // An answer whose comparison with the key ran out of time may be the key's: no dispute.
+    if undecided {
+        return (Verdict::Unsure, Some(UnsureReason::TooSlowToCompare));
     }
     if clear && top * 3 >= votes * 2 && top > 2 * key_votes {
         return (Verdict::Disputed, None);
@@ -188,6 +220,26 @@ mod tests {
         // One sample is all the evidence a one-sample job asked for.
         assert_eq!(verdict("5", &["7"]), Verdict::Disputed);
         assert_eq!(verdict("5", &["5"]), Verdict::Confirmed);
+    }
+
+    #[test]
+    fn adaptive_samples_stop_when_the_vote_is_clear_and_draw_more_while_it_is_split() {
+        let wanted = |key, v: &[&str]| samples_wanted(Some(key), &s(v), 2, 8);
+        assert_eq!(wanted("5", &[]), 2);
+        assert_eq!(wanted("5", &["5"]), 2);
+        // Two that agree, with the key or against it, settle it.
+        assert_eq!(wanted("5", &["5", "5"]), 2);
+        assert_eq!(wanted("5", &["7", "7"]), 2);
+        // A split draws two more, and more again while it stays split, up to the budget.
+        assert_eq!(wanted("5", &["5", "7"]), 4);
+        assert_eq!(wanted("5", &["5", "7", "7", "5"]), 6);
+        assert_eq!(wanted("5", &["5", "7", "7", "5", "6", "6"]), 8);
+        // Five of six against the key, once reproduced, is clear.
+        assert_eq!(wanted("5", &["5", "7", "7", "7", "7", "7"]), 6);
+        assert_eq!(wanted("5", &["5", "7", "6", "8", "9", "3", "4", "2"]), 8);
+        // Cut-off samples are no votes: they draw more too.
+        assert_eq!(wanted("5", &["", ""]), 4);
+        assert_eq!(samples_wanted(None, &s(&["1", "2"]), 2, 3), 3);
     }
 
     #[test]

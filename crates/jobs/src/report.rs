@@ -2,7 +2,7 @@
 //! Markdown summary (counts by verdict; disputed and unsure problems first).
 
 use crate::reader::Problem;
-use crate::store::{JobId, SampleRow, Store, StoreError};
+use crate::store::{JobId, JobOptions, SampleRow, Store, StoreError};
 use ponder_answers::equivalence::{check, Check};
 use ponder_answers::verdict::{judge, Judgement, UnsureReason, Verdict};
 use serde::{Deserialize, Serialize};
@@ -219,19 +219,20 @@ pub fn to_markdown(title: &str, rows: &[Row]) -> String {
     }
     let mut sorted: Vec<&Row> = rows.iter().collect();
     sorted.sort_by_key(|r| report_rank(Some(r.verdict)));
-    md.push_str("\n| id | verdict | key | majority | agreement | question |\n|---|---|---|---|---|---|\n");
+    md.push_str("\n| id | verdict | key | majority | agreement | samples | question |\n|---|---|---|---|---|---|---|\n");
     for r in sorted {
         let verdict = match r.reason {
             Some(why) => format!("{} ({})", r.verdict.as_str(), why.describe()),
             None => r.verdict.as_str().to_string(),
         };
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {:.0}% | {} |\n",
+            "| {} | {} | {} | {} | {:.0}% | {} | {} |\n",
             r.id,
             verdict,
             r.key.as_deref().map(|k| one_line(k, 40)).unwrap_or_default().replace('|', "\\|"),
             r.majority.as_deref().map(|k| one_line(k, 40)).unwrap_or_default().replace('|', "\\|"),
             r.agreement * 100.0,
+            r.samples.len(),
             one_line(&r.question, 80).replace('|', "\\|"),
         ));
     }
@@ -275,13 +276,14 @@ pub struct VerdictCounts {
     pub pending: usize,
 }
 
-pub fn statuses(problems: &[Problem], samples: &[SampleRow], samples_per_problem: usize) -> Vec<ProblemStatus> {
+pub fn statuses(problems: &[Problem], samples: &[SampleRow], opts: &JobOptions) -> Vec<ProblemStatus> {
     problems
         .iter()
         .zip(project(problems, samples))
         .enumerate()
         .map(|(idx, (p, Projected { samples: mine, answers, judgement: j }))| {
-            let complete = mine.len() >= samples_per_problem;
+            let wanted = opts.wanted(p.key.as_deref(), &answers);
+            let complete = mine.len() >= wanted;
             let settled = complete.then_some(j.verdict);
             let check = match (settled, &p.key, j.classes.first()) {
                 (Some(Verdict::Disputed | Verdict::Unsure), Some(key), Some(top)) => Some(check(key, &top.answer)),
@@ -294,7 +296,7 @@ pub fn statuses(problems: &[Problem], samples: &[SampleRow], samples_per_problem
                 key: p.key.clone(),
                 line: p.line,
                 samples_done: mine.len(),
-                samples_total: samples_per_problem,
+                samples_total: wanted,
                 majority: j.majority,
                 agreement: j.agreement,
                 verdict: settled,
@@ -345,7 +347,7 @@ mod status_tests {
     fn reports_put_what_needs_a_look_first_and_keep_the_file_order_within_a_verdict() {
         let problems: Vec<Problem> = (0..5).map(|i| problem(&i.to_string(), Some("4"))).collect();
         let samples = [sample(0, 0, "4"), sample(1, 0, "5"), sample(3, 0, "4"), sample(4, 0, "6")];
-        let st = statuses(&problems, &samples, 1);
+        let st = statuses(&problems, &samples, &fixed(1));
         // 0 confirmed, 1 disputed, 2 still running, 3 confirmed, 4 disputed.
         assert_eq!(report_order(&st), vec![1, 4, 2, 0, 3]);
         let md = to_markdown("t", &rows_of(&problems, &samples));
@@ -367,12 +369,25 @@ mod status_tests {
             sample(1, 2, "35 mm"),
             sample(1, 3, "35 mm"),
         ];
-        let st = statuses(&problems, &samples, 4);
+        let st = statuses(&problems, &samples, &fixed(4));
         assert_eq!((st[0].verdict, st[0].reason), (Some(Verdict::Unsure), Some(UnsureReason::KeyReproduced)));
         let why = st[1].check.as_ref().expect("a disputed key is explained");
         assert_eq!((st[1].verdict, why.rule), (Some(Verdict::Disputed), ponder_answers::equivalence::Rule::Units));
         let md = to_markdown("t", &rows_of(&problems, &samples));
         assert!(md.contains("| split | unsure (most samples disagree with the key, but some reproduced it) |"), "{md}");
+    }
+
+    fn fixed(samples: usize) -> JobOptions {
+        JobOptions { samples, ..JobOptions::default() }
+    }
+
+    #[test]
+    fn with_a_budget_each_problem_shows_the_samples_it_used() {
+        let problems = [problem("agree", Some("4")), problem("split", Some("4"))];
+        let samples = [sample(0, 0, "4"), sample(0, 1, "4"), sample(1, 0, "4"), sample(1, 1, "5")];
+        let st = statuses(&problems, &samples, &JobOptions { samples: 2, max_samples: Some(8), ..JobOptions::default() });
+        assert_eq!((st[0].samples_done, st[0].samples_total, st[0].verdict), (2, 2, Some(Verdict::Confirmed)));
+        assert_eq!((st[1].samples_done, st[1].samples_total, st[1].verdict), (2, 4, None));
     }
 
     fn problem(id: &str, key: Option<&str>) -> Problem {
@@ -399,7 +414,7 @@ mod status_tests {
     fn a_problem_gets_its_verdict_only_when_all_samples_are_in() {
         let problems = [problem("1", Some("4")), problem("2", Some("10")), problem("3", None)];
         let samples = [sample(0, 1, "4"), sample(0, 0, "4.0"), sample(1, 0, "12"), sample(1, 1, "12"), sample(2, 0, "7")];
-        let st = statuses(&problems, &samples, 2);
+        let st = statuses(&problems, &samples, &fixed(2));
         assert_eq!(st[0].answers, vec![Some("4.0".to_string()), Some("4".to_string())]);
         assert_eq!((st[0].verdict, st[0].agreement), (Some(Verdict::Confirmed), 1.0));
         assert_eq!((st[1].verdict, st[1].majority.as_deref()), (Some(Verdict::Disputed), Some("12")));

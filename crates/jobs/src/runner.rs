@@ -129,6 +129,8 @@ fn tagged(id: u64, gen: Generation) -> stream::BoxStream<'static, (u64, Option<N
 struct InFlight {
     problem_idx: usize,
     samples: Vec<usize>,
+    /// Samples of this request not finished yet.
+    open: usize,
     answer: Vec<String>,
     thinking: Vec<String>,
     started: Instant,
@@ -275,6 +277,7 @@ impl<'a, F: FnMut(JobEvent)> Run<'a, F> {
                 id,
                 InFlight {
                     problem_idx: p,
+                    open: take.len(),
                     samples: take,
                     answer: vec![String::new(); k],
                     thinking: vec![String::new(); k],
@@ -282,6 +285,21 @@ impl<'a, F: FnMut(JobEvent)> Run<'a, F> {
                     first: vec![None; k],
                 },
             );
+        }
+        Ok(())
+    }
+
+    /// With a sample budget: once a problem's samples are all in, queue the ones its verdict
+    /// still wants (none when the vote is clear).
+    fn top_up(&mut self, p: usize) -> Result<(), RunError> {
+        let running = self.flying.values().any(|f| f.problem_idx == p && f.open > 0);
+        if running || self.queue.contains_key(&p) {
+            return Ok(());
+        }
+        let more: Vec<usize> = self.store.pending_for(self.job, p)?.into_iter().map(|(_, s)| s).collect();
+        if !more.is_empty() {
+            self.total += more.len();
+            self.queue.insert(p, more);
         }
         Ok(())
     }
@@ -335,10 +353,13 @@ impl<'a, F: FnMut(JobEvent)> Run<'a, F> {
                     ttft_ms: usage.time_to_first_token.map_or(0, |d| d.as_millis() as u64),
                     duration_ms: f.started.elapsed().as_millis() as u64,
                 };
+                f.open -= 1;
+                let problem_idx = f.problem_idx;
                 if self.store.insert_sample(self.job, &row)? {
                     self.done += 1;
                     self.done_this_run += 1;
                 }
+
                 self.tokens += usage.completion_tokens();
                 on_event(JobEvent::Sample { problem_idx: f.problem_idx, sample_idx: row.sample_idx, extracted, finish_reason });
                 let secs = self.started.elapsed().as_secs_f64().max(1e-3);
@@ -349,6 +370,9 @@ impl<'a, F: FnMut(JobEvent)> Run<'a, F> {
                     tokens_per_second: self.tokens as f64 / secs,
                     eta_seconds: (rate > 0.0).then(|| (self.total - self.done) as f64 / rate),
                 }));
+                if self.opts.max_samples.is_some() {
+                    self.top_up(problem_idx)?;
+                }
             }
         }
         Ok(())

@@ -67,6 +67,9 @@ pub struct JobOptions {
     pub seed: Option<u64>,
     /// Add the "reason step by step, answer in \boxed{}" instruction.
     pub math_instruction: bool,
+    /// A sample budget instead of a fixed count: each problem starts with `samples` and draws
+    /// more, up to this many, while its verdict is unsure (`samples_wanted`).
+    pub max_samples: Option<usize>,
 }
 
 impl Default for JobOptions {
@@ -80,11 +83,21 @@ impl Default for JobOptions {
             top_p: sampling.top_p,
             seed: None,
             math_instruction: true,
+            max_samples: None,
         }
     }
 }
 
 impl JobOptions {
+    /// How many samples a problem should have by now, given its key and the answers of its
+    /// finished samples (in sample order): the fixed count, or what the budget's rule asks for.
+    pub fn wanted(&self, key: Option<&str>, answers: &[Option<String>]) -> usize {
+        match self.max_samples {
+            Some(max) if max > self.samples => ponder_answers::verdict::samples_wanted(key, answers, self.samples, max),
+            _ => self.samples,
+        }
+    }
+
     /// Samples per problem to suggest for a file: with an answer key, enough for a majority to
     /// confirm or dispute it; without one, a single answer each.
     pub fn suggested_samples(has_key: bool) -> usize {
@@ -260,15 +273,46 @@ impl Store {
     }
 
     /// Samples still to run, as (problem index, sample index), in problem order.
+    /// The samples still to run, as (problem, sample) pairs: those below each problem's wanted
+    /// count ([`JobOptions::wanted`]) that are not recorded yet.
     pub fn pending(&self, job: JobId) -> Result<Vec<(usize, usize)>> {
-        let n = self.options(job)?.samples;
-        let problems: i64 = self.conn.query_row("SELECT COUNT(*) FROM problems WHERE job_id = ?1", [job], |r| r.get(0))?;
-        let mut done = std::collections::HashSet::new();
-        let mut st = self.conn.prepare("SELECT problem_idx, sample_idx FROM samples WHERE job_id = ?1")?;
-        for row in st.query_map([job], |r| Ok((r.get::<_, i64>(0)? as usize, r.get::<_, i64>(1)? as usize)))? {
-            done.insert(row?);
+        self.pending_of(job, None)
+    }
+
+    /// [`Store::pending`] for one problem: what a problem with a sample budget wants next.
+    pub fn pending_for(&self, job: JobId, problem: usize) -> Result<Vec<(usize, usize)>> {
+        self.pending_of(job, Some(problem))
+    }
+
+    fn pending_of(&self, job: JobId, only: Option<usize>) -> Result<Vec<(usize, usize)>> {
+        let opts = self.options(job)?;
+        // `-1` selects every problem.
+        let only = only.map_or(-1, |p| p as i64);
+        let mut st =
+            self.conn.prepare("SELECT idx, key FROM problems WHERE job_id = ?1 AND (?2 < 0 OR idx = ?2) ORDER BY idx")?;
+        let keys: Vec<(usize, Option<String>)> = st
+            .query_map(params![job, only], |r| Ok((r.get::<_, i64>(0)? as usize, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut done: std::collections::HashMap<usize, Vec<(usize, Option<String>)>> = std::collections::HashMap::new();
+        let mut st = self.conn.prepare(
+            "SELECT problem_idx, sample_idx, extracted FROM samples WHERE job_id = ?1 AND (?2 < 0 OR problem_idx = ?2)
+             ORDER BY problem_idx, sample_idx",
+        )?;
+        let rows =
+            st.query_map(params![job, only], |r| Ok((r.get::<_, i64>(0)? as usize, r.get::<_, i64>(1)? as usize, r.get(2)?)))?;
+        for row in rows {
+            let (p, s, extracted) = row?;
+            done.entry(p).or_default().push((s, extracted));
         }
-        Ok((0..problems as usize).flat_map(|p| (0..n).map(move |s| (p, s))).filter(|ps| !done.contains(ps)).collect())
+        let mut pending = Vec::new();
+        let none = Vec::new();
+        for (p, key) in &keys {
+            let (p, mine) = (*p, done.get(p).unwrap_or(&none));
+            let answers: Vec<Option<String>> = mine.iter().map(|(_, a)| a.clone()).collect();
+            let wanted = opts.wanted(key.as_deref(), &answers);
+            pending.extend((0..wanted).filter(|s| !mine.iter().any(|(d, _)| d == s)).map(|s| (p, s)));
+        }
+        Ok(pending)
     }
 
     /// Records a finished sample. A sample already recorded is left as it was (`false`): a
@@ -326,7 +370,14 @@ impl Store {
                 has_key: r.get::<_, i64>(8)? > 0,
             })
         })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let mut jobs: Vec<JobSummary> = rows.collect::<rusqlite::Result<_>>()?;
+        // A job with a sample budget has as many samples as its problems want so far.
+        for j in &mut jobs {
+            if self.options(j.id)?.max_samples.is_some() {
+                j.samples_total = j.samples_done + self.pending(j.id)?.len();
+            }
+        }
+        Ok(jobs)
     }
 
     pub fn job(&self, id: JobId) -> Result<JobSummary> {

@@ -121,3 +121,70 @@ fn reports_in_three_formats() {
     assert!(disputed_at < first_row, "disputed problems come first:\n{md}");
     assert!(md.contains("| disputed | 1 |"));
 }
+
+/// A backend that answers from a script: each problem's samples give its listed answers in
+/// turn, so the adaptive rule's decisions can be checked exactly.
+struct Scripted {
+    answers: std::sync::Mutex<std::collections::HashMap<String, std::collections::VecDeque<String>>>,
+}
+
+impl ponder_jobs::backend::Backend for Scripted {
+    fn start(
+        &self,
+        req: ponder_engine::GenerateRequest,
+    ) -> Result<ponder_jobs::backend::Generation, ponder_jobs::backend::BackendError> {
+        use futures_util::StreamExt;
+        use ponder_engine::{Channel, Event, FinishReason, Usage};
+        use ponder_jobs::backend::Next;
+        let prompt = format!("{:?}", req.prompt);
+        let mut script = self.answers.lock().unwrap();
+        let (_, queue) = script.iter_mut().find(|(id, _)| prompt.contains(id.as_str())).expect("a scripted question");
+        let mut events = vec![Next::Event(Event::Started { prompt_tokens: 5, queue_wait: Default::default() })];
+        for index in 0..req.n {
+            let answer = queue.pop_front().expect("the script has an answer for every sample drawn");
+            let text = format!("So it is \\boxed{{{answer}}}.");
+            events.push(Next::Event(Event::Delta { index, channel: Channel::Answer, text }));
+            let usage = Usage { answer_tokens: 10, ..Default::default() };
+            events.push(Next::Event(Event::Finished { index, reason: FinishReason::Stop, usage, error: None }));
+        }
+        Ok(futures_util::stream::iter(events).boxed())
+    }
+    fn parallelism(&self) -> usize {
+        4
+    }
+}
+
+#[test]
+fn a_sample_budget_stops_agreeing_problems_early_and_draws_more_for_split_ones() {
+    let script: [(&str, &[&str]); 3] =
+        [("agree", &["4", "4"]), ("split", &["4", "5", "5", "5"]), ("never", &["1", "2", "3", "5", "6", "7", "8", "9"])];
+    let backend = Scripted {
+        answers: std::sync::Mutex::new(
+            script.iter().map(|(id, a)| (format!("Q-{id}"), a.iter().map(|s| s.to_string()).collect())).collect(),
+        ),
+    };
+    let problems: Vec<Problem> = script
+        .iter()
+        .enumerate()
+        .map(|(i, (id, _))| Problem {
+            id: id.to_string(),
+            question: format!("Q-{id}: what is 2 + 2?"),
+            key: Some("4".into()),
+            extra: vec![],
+            line: i + 2,
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("jobs.sqlite")).unwrap();
+    let options = JobOptions { samples: 2, max_samples: Some(8), ..opts() };
+    let job = store.create_job("t", "test", &options, &problems).unwrap();
+    assert_eq!(store.pending(job).unwrap().len(), 6, "two samples each to start");
+    let state = run_job(&store, job, &backend, &JobControl::default(), |_| {}).unwrap();
+    assert_eq!(state, JobState::Done);
+    let st = report::statuses(&store.problems(job).unwrap(), &store.samples(job).unwrap(), &options);
+    let used: Vec<(usize, Option<ponder_jobs::Verdict>)> = st.iter().map(|p| (p.samples_done, p.verdict)).collect();
+    use ponder_jobs::Verdict::*;
+    assert_eq!(used, [(2, Some(Confirmed)), (4, Some(Disputed)), (8, Some(Unsure))]);
+    assert!(backend.answers.lock().unwrap().values().all(|q| q.is_empty()), "every scripted answer was used");
+    assert_eq!(store.job(job).unwrap().samples_total, 14);
+}

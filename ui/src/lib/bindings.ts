@@ -130,7 +130,12 @@ samples: number, max_tokens: number, thinking_budget: number | null, temperature
 /**
  * Add the "reason step by step, answer in \boxed{}" instruction.
  */
-math_instruction: boolean, };
+math_instruction: boolean, 
+/**
+ * A sample budget instead of a fixed count: each problem starts with `samples` and draws
+ * more, up to this many, while its verdict is unsure (`samples_wanted`).
+ */
+max_samples: number | null, };
 
 export type JobState = "queued" | "running" | "paused" | "cancelled" | "done";
 
@@ -140,11 +145,11 @@ export type SampleRow = { problem_idx: number, sample_idx: number, answer: strin
 
 export type Verdict = "confirmed" | "disputed" | "unsure" | "answered";
 
-export type UnsureReason = "no_answer" | "most_cut_off" | "split" | "key_reproduced";
+export type UnsureReason = "no_answer" | "most_cut_off" | "split" | "key_reproduced" | "too_slow_to_compare";
 
 export type Found = "boxed" | "phrase" | "last_math" | "whole" | "last_number";
 
-export type Rule = "percent" | "percent_as_number" | "plus_minus" | "intervals" | "sets" | "several" | "tuples" | "brackets" | "unions" | "matrices" | "one_element" | "relations" | "formula" | "words" | "word_against_maths" | "kinds" | "values" | "units" | "text" | "too_large";
+export type Rule = "percent" | "percent_as_number" | "plus_minus" | "intervals" | "sets" | "several" | "tuples" | "brackets" | "unions" | "matrices" | "one_element" | "relations" | "formula" | "words" | "word_against_maths" | "kinds" | "values" | "units" | "text" | "too_large" | "timed_out";
 
 export type Check = { equal: boolean, 
 /**

@@ -92,6 +92,7 @@ test('jobs: dropped files are previewed, run with live progress, and reported wi
   assert.equal(await page.getByTestId('opt-samples').inputValue(), '4');
   await page.getByTestId('opt-samples').fill('2');
   await page.getByTestId('opt-budget').fill('300');
+  await page.getByTestId('opt-max-samples').fill('6');
   assert.equal(await page.getByTestId('start-job').isEnabled(), true);
   await page.getByTestId('start-job').click();
 
@@ -103,6 +104,7 @@ test('jobs: dropped files are previewed, run with live progress, and reported wi
   assert.equal(created.path, '/data/algebra.csv');
   assert.equal(created.options.samples, 2);
   assert.equal(created.options.thinking_budget, 300);
+  assert.equal(created.options.max_samples, 6);
   await page.waitForFunction(() => document.querySelector('[data-testid=job-progress-text]')?.textContent.includes('42.5 tok/s'));
   assert.match(await page.getByTestId('job-progress-text').textContent(), /3 of 6 samples · 42\.5 tok\/s · 1 min 15 s left/);
   assert.equal(await page.getByTestId('job-row').nth(1).getAttribute('data-state'), 'thinking');

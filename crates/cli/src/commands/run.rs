@@ -16,9 +16,13 @@ pub struct Args {
     /// answer key, the report goes beside it as FILE's name with .report.md.
     #[arg(short, long)]
     output: Option<PathBuf>,
-    /// Samples per problem (default: 4 with an answer key, 1 without).
+    /// Samples per problem (default: 4 with an answer key, 1 without; 2 with --max-samples).
     #[arg(long)]
     samples: Option<usize>,
+    /// A sample budget: each problem starts with --samples and draws two more at a time, up to
+    /// this many, while its verdict is unsure; samples that agree stop early.
+    #[arg(long, value_name = "N")]
+    max_samples: Option<usize>,
     #[arg(long, default_value_t = ponder_engine::DEFAULT_MAX_TOKENS)]
     max_tokens: usize,
     /// Close each thought after this many thinking tokens.
@@ -71,9 +75,14 @@ pub fn run(args: Args, model: Option<PathBuf>, interrupted: JobControl) -> Resul
     for w in &preview.warnings {
         eprintln!("{}:{}: warning: {}", args.file.display(), w.line, w.message);
     }
-    let samples = args.samples.unwrap_or(JobOptions::suggested_samples(preview.has_key));
+    let first_round = if args.max_samples.is_some() { 2 } else { JobOptions::suggested_samples(preview.has_key) };
+    let samples = args.samples.unwrap_or(first_round);
+    if let Some(max) = args.max_samples {
+        anyhow::ensure!(max >= samples, "--max-samples {max} is below --samples {samples}");
+    }
     let opts = JobOptions {
         samples,
+        max_samples: args.max_samples,
         max_tokens: args.max_tokens,
         thinking_budget: args.think_budget,
         temperature: args.temperature,

@@ -176,7 +176,7 @@ impl JobsState {
         let store = self.store.lock().unwrap();
         let summary = store.job(id)?;
         let options = store.options(id)?;
-        let problems = report::statuses(&store.problems(id)?, &store.sample_outcomes(id)?, options.samples);
+        let problems = report::statuses(&store.problems(id)?, &store.sample_outcomes(id)?, &options);
         let counts = report::counts(&problems);
         let report_order = report::report_order(&problems);
         let export_names = ExportNames::of(&summary.name);
