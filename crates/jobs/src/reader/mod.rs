@@ -7,9 +7,11 @@ mod json;
 mod problem;
 mod table;
 mod text;
+mod xlsx;
 
 pub use format::{extensions_list, Format, EXTENSIONS};
 pub use problem::{Columns, Problem, ReadError, Warning, WarningCode};
+pub use xlsx::XlsxLimits;
 
 use serde::Serialize;
 use std::collections::HashMap;
@@ -32,11 +34,12 @@ pub struct Limits {
     pub max_problems: usize,
     /// Longer questions are kept, with a warning.
     pub long_question_chars: usize,
+    pub xlsx: XlsxLimits,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_bytes: 64 << 20, max_problems: 100_000, long_question_chars: 8_000 }
+        Self { max_bytes: 64 << 20, max_problems: 100_000, long_question_chars: 8_000, xlsx: XlsxLimits::default() }
     }
 }
 
@@ -58,7 +61,7 @@ pub fn read_bytes(path: &Path, bytes: &[u8], limits: &Limits) -> Result<Preview,
     }
     let mut warnings = Vec::new();
     let (rows, encoding) = match format {
-        Format::Xlsx => (table::xlsx_rows(path, bytes)?, "xlsx".to_string()),
+        Format::Xlsx => (xlsx::rows(path, bytes, &limits.xlsx)?, "xlsx".to_string()),
         _ => {
             let (text, enc) = decode(bytes);
             let rows = match format {

@@ -86,7 +86,8 @@ pub enum ReadError {
     TooLarge { path: PathBuf, size: u64, limit: u64 },
     #[error("{path}: {count} problems, over the limit of {limit}")]
     TooMany { path: PathBuf, count: usize, limit: usize },
-    #[error("{path}:{line}: {message}")]
+    /// `line` is 0 where a problem has no one line (a workbook as a whole).
+    #[error("{}{}: {message}", path.display(), at_line(*line))]
     Parse { path: PathBuf, line: usize, message: String },
     #[error("{path}: no questions found")]
     Empty { path: PathBuf },
@@ -117,4 +118,13 @@ pub(crate) enum Role {
     Question,
     Key,
     Id,
+}
+
+/// `:line` for a message, or nothing for line 0.
+fn at_line(line: usize) -> String {
+    if line == 0 {
+        String::new()
+    } else {
+        format!(":{line}")
+    }
 }

@@ -1,4 +1,4 @@
-//! Tables of questions: CSV, TSV and the first sheet of an .xlsx workbook. Columns are found by
+//! Tables of questions: CSV, TSV and the first sheet of an .xlsx workbook (`xlsx.rs` reads its cells). Columns are found by
 //! header (English or Chinese), or by position in header-less files.
 
 use super::problem::{role_of_header, Columns, Problem, ReadError, Role, Warning, WarningCode};
@@ -20,31 +20,6 @@ pub(crate) fn delimited_rows(path: &Path, text: &str, delim: u8) -> Result<Vec<R
         rows.push((line, rec.iter().map(|c| c.to_string()).collect()));
     }
     Ok(rows)
-}
-
-pub(crate) fn xlsx_rows(path: &Path, bytes: &[u8]) -> Result<Vec<Row>, ReadError> {
-    use calamine::{Reader, Xlsx};
-    let bad = |message: String| ReadError::Parse { path: path.into(), line: 0, message };
-    let mut wb: Xlsx<_> =
-        Xlsx::new(std::io::Cursor::new(bytes)).map_err(|e| bad(format!("not a readable .xlsx workbook: {e}")))?;
-    let range =
-        wb.worksheet_range_at(0).ok_or_else(|| bad("the workbook has no sheets".into()))?.map_err(|e| bad(e.to_string()))?;
-    let first_row = range.start().map_or(0, |(r, _)| r as usize);
-    Ok(range.rows().enumerate().map(|(i, r)| (first_row + i + 1, r.iter().map(cell_text).collect())).collect())
-}
-
-fn cell_text(c: &calamine::Data) -> String {
-    use calamine::Data;
-    match c {
-        Data::Empty => String::new(),
-        Data::String(s) => s.clone(),
-        // Whole numbers as integers: a key of 18 must not read "18.0".
-        Data::Float(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", *f as i64),
-        Data::Float(f) => f.to_string(),
-        Data::Int(i) => i.to_string(),
-        Data::Bool(b) => b.to_string(),
-        other => other.to_string(),
-    }
 }
 
 pub(crate) fn problems_from_rows(
