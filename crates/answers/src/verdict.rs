@@ -42,6 +42,8 @@ pub enum UnsureReason {
     Split,
     /// Most samples disagree with the key, but some reproduced it: not clear evidence against it.
     KeyReproduced,
+    /// The answers that agree against the key are too few to dispute it (samples were cut off).
+    TooFewAgree,
     /// Comparing the key with the answer took too long to decide.
     TooSlowToCompare,
 }
@@ -53,6 +55,7 @@ impl UnsureReason {
             UnsureReason::MostCutOff => "most samples were cut off before a final answer",
             UnsureReason::Split => "the samples' answers are split",
             UnsureReason::KeyReproduced => "most samples disagree with the key, but some reproduced it",
+            UnsureReason::TooFewAgree => "too few samples agree on another answer to dispute the key",
             UnsureReason::TooSlowToCompare => "comparing the key with the answer took too long",
         }
     }
@@ -77,6 +80,12 @@ pub struct Judgement {
     pub reason: Option<UnsureReason>,
 }
 
+/// Samples that must agree on another answer before a key is disputed (or all of them, in a job
+/// that asked for fewer). Disputing a teacher's key costs more than confirming it (a wrong
+/// dispute sends them to re-check a correct answer), and two samples agreeing on the same wrong
+/// answer is common for a small model.
+pub const VOTES_TO_DISPUTE: usize = 3;
+
 /// Groups the extracted answers (one per sample; `None` where none was found) and judges them
 /// against the key.
 pub fn judge(key: Option<&str>, answers: &[Option<String>]) -> Judgement {
@@ -98,18 +107,31 @@ pub fn judge(key: Option<&str>, answers: &[Option<String>]) -> Judgement {
 }
 
 /// How many samples a problem should have, given the answers of those finished so far, when it
-/// may use between `min` and `max`: `min` first; then, while the verdict is unsure (a split vote,
-/// a key some samples reproduced, samples cut off), two more at a time until it is clear or the
-/// budget is spent. Samples that agree (with each other, for or against the key) stop it early.
+/// may use between `min` and `max`: `min` first; then two more at a time, up to the budget, while
+/// the verdict is unsure (a split vote, a key some samples reproduced) or is a dispute resting on
+/// fewer than [`VOTES_TO_DISPUTE`] samples. Samples that agree with the key stop it early. So do
+/// samples cut off before they answered: they need more tokens, not more samples, and drawing
+/// again would spend the same tokens to be cut off again.
 pub fn samples_wanted(key: Option<&str>, answers: &[Option<String>], min: usize, max: usize) -> usize {
     let max = max.max(min);
     if answers.len() < min {
         return min;
     }
-    if answers.len() >= max || judge(key, answers).verdict != Verdict::Unsure {
+    if answers.len() >= max {
         return answers.len();
     }
-    (answers.len() + 2).min(max)
+    let judgement = judge(key, answers);
+    let settled = match (judgement.verdict, judgement.reason) {
+        (Verdict::Unsure, Some(UnsureReason::NoAnswer | UnsureReason::MostCutOff)) => true,
+        (Verdict::Unsure, _) => false,
+        (Verdict::Disputed, _) => judgement.classes[0].samples.len() >= VOTES_TO_DISPUTE,
+        (Verdict::Confirmed | Verdict::Answered, _) => true,
+    };
+    if settled {
+        answers.len()
+    } else {
+        (answers.len() + 2).min(max)
+    }
 }
 
 /// The answer held by at least half the votes and by more than any other answer.
@@ -124,8 +146,9 @@ fn majority_of(classes: &[Class]) -> Option<&Class> {
 /// - **Confirmed**: the key's answer has a clear majority (at least half the votes, more than any
 ///   other answer).
 /// - **Disputed**, only on clear evidence: one other answer holds at least two thirds of the
-///   votes and more than twice as many as reproduced the key. Two of four agreeing, or three
-///   against two that match the key, is not enough.
+///   votes and more than twice as many as reproduced the key, and at least [`VOTES_TO_DISPUTE`]
+///   samples (or all of them) hold it. Two of four agreeing, three against two that match the
+///   key, or two answers agreeing where the other two were cut off, is not enough.
 /// - **Unsure** otherwise, with the reason; also when fewer than half the samples answered.
 /// - **Answered**: no key, and an answer has a clear majority.
 fn decide(key: Option<&str>, classes: &[Class], samples: usize) -> (Verdict, Option<UnsureReason>) {
@@ -160,7 +183,10 @@ fn decide(key: Option<&str>, classes: &[Class], samples: usize) -> (Verdict, Opt
         return (Verdict::Unsure, Some(UnsureReason::TooSlowToCompare));
     }
     if clear && top * 3 >= votes * 2 && top > 2 * key_votes {
-        return (Verdict::Disputed, None);
+        if top >= VOTES_TO_DISPUTE.min(samples) {
+            return (Verdict::Disputed, None);
+        }
+        return (Verdict::Unsure, Some(UnsureReason::TooFewAgree));
     }
     let reason = if key_votes > 0 { UnsureReason::KeyReproduced } else { UnsureReason::Split };
     (Verdict::Unsure, Some(reason))
@@ -215,6 +241,11 @@ mod tests {
         assert_eq!(verdict("5", &["7", "7", "7", "7"]), Verdict::Disputed);
         // A cut-off sample is no vote: three answers that all disagree are clear.
         assert_eq!(verdict("5", &["7", "7", "7", ""]), Verdict::Disputed);
+        // But two that agree, where the other two were cut off, are too few.
+        assert_eq!(judge(Some("5"), &s(&["7", "", "", "7"])).reason, Some(UnsureReason::TooFewAgree));
+        assert_eq!(judge(Some("5"), &s(&["", "7"])).reason, Some(UnsureReason::TooFewAgree));
+        // A job that asked for two samples disputes when both agree.
+        assert_eq!(verdict("5", &["7", "7"]), Verdict::Disputed);
         // Half for the key and more than any other answer confirms it.
         assert_eq!(verdict("5", &["5", "5", "7", "6"]), Verdict::Confirmed);
         // One sample is all the evidence a one-sample job asked for.
@@ -227,9 +258,12 @@ mod tests {
         let wanted = |key, v: &[&str]| samples_wanted(Some(key), &s(v), 2, 8);
         assert_eq!(wanted("5", &[]), 2);
         assert_eq!(wanted("5", &["5"]), 2);
-        // Two that agree, with the key or against it, settle it.
+        // Two that agree with the key settle it.
         assert_eq!(wanted("5", &["5", "5"]), 2);
-        assert_eq!(wanted("5", &["7", "7"]), 2);
+        // Two that agree against it are not yet enough to dispute it: a third must agree.
+        assert_eq!(wanted("5", &["7", "7"]), 4);
+        assert_eq!(wanted("5", &["7", "7", "7", "7"]), 4);
+        assert_eq!(wanted("5", &["7", "7", "7", "6"]), 4);
         // A split draws two more, and more again while it stays split, up to the budget.
         assert_eq!(wanted("5", &["5", "7"]), 4);
         assert_eq!(wanted("5", &["5", "7", "7", "5"]), 6);
@@ -237,8 +271,14 @@ mod tests {
         // Five of six against the key, once reproduced, is clear.
         assert_eq!(wanted("5", &["5", "7", "7", "7", "7", "7"]), 6);
         assert_eq!(wanted("5", &["5", "7", "6", "8", "9", "3", "4", "2"]), 8);
-        // Cut-off samples are no votes: they draw more too.
-        assert_eq!(wanted("5", &["", ""]), 4);
+        // Samples cut off before they answered need more tokens, not more samples.
+        assert_eq!(wanted("5", &["", ""]), 2);
+        assert_eq!(wanted("5", &["", "", "", "7"]), 4);
+        // One cut off of two leaves one vote: enough to confirm, not to dispute.
+        assert_eq!(wanted("5", &["", "5"]), 2);
+        assert_eq!(wanted("5", &["", "7"]), 4);
+        // A budget of two is a fixed two-sample job.
+        assert_eq!(samples_wanted(Some("5"), &s(&["7", "7"]), 2, 2), 2);
         assert_eq!(samples_wanted(None, &s(&["1", "2"]), 2, 3), 3);
     }
 

@@ -61,6 +61,30 @@ fn project<'s>(problems: &[Problem], samples: &'s [SampleRow]) -> Vec<Projected<
         .collect()
 }
 
+/// A sample that reached the token limit before it gave an answer: it is no vote, and it says
+/// the job's token limit is too small for this problem rather than that more samples are needed.
+pub fn is_cut_off(finish_reason: &str, extracted: Option<&str>) -> bool {
+    finish_reason == "length" && extracted.is_none()
+}
+
+/// When a job should tell its user to raise the token limit: at least one finished sample in
+/// ten was cut off before it answered.
+pub fn many_cut_off(cut_off: usize, samples: usize) -> bool {
+    cut_off > 0 && cut_off * 10 >= samples
+}
+
+/// The report's note on samples cut off at the token limit, when there are many.
+pub fn cut_off_note(rows: &[Row]) -> Option<String> {
+    let samples = rows.iter().map(|r| r.samples.len()).sum();
+    let cut_off = rows.iter().flat_map(|r| &r.samples).filter(|s| is_cut_off(&s.finish_reason, s.extracted.as_deref())).count();
+    many_cut_off(cut_off, samples).then(|| {
+        format!(
+            "{cut_off} of {samples} samples reached the token limit before they answered. \
+             A larger token limit would settle more of the unsure problems than more samples."
+        )
+    })
+}
+
 /// Where a verdict goes in a report: what needs a teacher's eye first (disputed keys, then
 /// unsure problems), then problems still running, then what is settled.
 pub fn report_rank(verdict: Option<Verdict>) -> u8 {
@@ -210,7 +234,11 @@ fn one_line(s: &str, max: usize) -> String {
 
 pub fn to_markdown(title: &str, rows: &[Row]) -> String {
     let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
-    let mut md = format!("# {title}\n\n{} problems\n\n| verdict | problems |\n|---|---|\n", rows.len());
+    let mut md = format!("# {title}\n\n{} problems\n\n", rows.len());
+    if let Some(note) = cut_off_note(rows) {
+        md.push_str(&format!("{note}\n\n"));
+    }
+    md.push_str("| verdict | problems |\n|---|---|\n");
     for v in [Verdict::Confirmed, Verdict::Disputed, Verdict::Unsure, Verdict::Answered] {
         let n = count(v);
         if n > 0 {
@@ -259,6 +287,8 @@ pub struct ProblemStatus {
     pub verdict: Option<Verdict>,
     /// Why a finished problem is unsure.
     pub reason: Option<UnsureReason>,
+    /// Finished samples that reached the token limit before they gave an answer.
+    pub cut_off: usize,
     /// For a disputed or unsure key: how the key and the most common answer were read, and the
     /// rule that found them different, so a teacher sees why.
     pub check: Option<Check>,
@@ -274,6 +304,11 @@ pub struct VerdictCounts {
     pub answered: usize,
     /// Problems with samples still to run.
     pub pending: usize,
+    /// Finished samples, and those of them cut off at the token limit before they answered.
+    pub samples_done: usize,
+    pub cut_off: usize,
+    /// Enough were cut off that the user should raise the token limit (`many_cut_off`).
+    pub many_cut_off: bool,
 }
 
 pub fn statuses(problems: &[Problem], samples: &[SampleRow], opts: &JobOptions) -> Vec<ProblemStatus> {
@@ -302,6 +337,7 @@ pub fn statuses(problems: &[Problem], samples: &[SampleRow], opts: &JobOptions) 
                 verdict: settled,
                 reason: if complete { j.reason } else { None },
                 check,
+                cut_off: mine.iter().filter(|s| is_cut_off(&s.finish_reason, s.extracted.as_deref())).count(),
                 answers,
             }
         })
@@ -325,7 +361,10 @@ pub fn counts(statuses: &[ProblemStatus]) -> VerdictCounts {
             Some(Verdict::Answered) => c.answered += 1,
             None => c.pending += 1,
         }
+        c.samples_done += s.samples_done;
+        c.cut_off += s.cut_off;
     }
+    c.many_cut_off = many_cut_off(c.cut_off, c.samples_done);
     c
 }
 
@@ -419,6 +458,25 @@ mod status_tests {
         assert_eq!((st[0].verdict, st[0].agreement), (Some(Verdict::Confirmed), 1.0));
         assert_eq!((st[1].verdict, st[1].majority.as_deref()), (Some(Verdict::Disputed), Some("12")));
         assert_eq!((st[2].verdict, st[2].samples_done), (None, 1));
-        assert_eq!(counts(&st), VerdictCounts { confirmed: 1, disputed: 1, unsure: 0, answered: 0, pending: 1 });
+        let c = counts(&st);
+        assert_eq!((c.confirmed, c.disputed, c.unsure, c.answered, c.pending), (1, 1, 0, 0, 1));
+        assert_eq!((c.samples_done, c.cut_off, c.many_cut_off), (5, 0, false));
+    }
+
+    #[test]
+    fn samples_cut_off_before_they_answered_are_counted_and_noted() {
+        let problems = [problem("long", Some("4")), problem("short", Some("4"))];
+        let cut = |p, s| SampleRow { extracted: None, finish_reason: "length".into(), ..sample(p, s, "") };
+        // A sample that reached the limit but had already answered is not cut off.
+        let late = SampleRow { finish_reason: "length".into(), ..sample(1, 1, "4") };
+        let samples = [cut(0, 0), cut(0, 1), sample(1, 0, "4"), late];
+        let st = statuses(&problems, &samples, &fixed(2));
+        assert_eq!((st[0].cut_off, st[1].cut_off), (2, 0));
+        let c = counts(&st);
+        assert_eq!((c.samples_done, c.cut_off, c.many_cut_off), (4, 2, true));
+        let md = to_markdown("t", &rows_of(&problems, &samples));
+        assert!(md.contains("2 of 4 samples reached the token limit before they answered."), "{md}");
+        assert!(!to_markdown("t", &rows_of(&problems[1..], &[sample(0, 0, "4")])).contains("token limit"));
+        assert!(!many_cut_off(1, 11) && many_cut_off(1, 10) && !many_cut_off(0, 0));
     }
 }

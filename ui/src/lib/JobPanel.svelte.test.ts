@@ -13,7 +13,7 @@ afterEach(() => {
 const problem = (idx: number, verdict: ProblemStatus['verdict'], done = 2): ProblemStatus => ({
   idx, id: String(idx + 1), question: `Question ${idx + 1}`, key: String(idx), line: idx + 2, samples_done: done, samples_total: 2,
   answers: Array(done).fill(String(idx)), majority: verdict ? String(idx) : null, agreement: done ? 1 : 0, verdict,
-  reason: null, check: null,
+  reason: null, check: null, cut_off: 0,
 });
 
 function table(state: JobTable['summary']['state'], problems: ProblemStatus[], report_order = problems.map((p) => p.idx)): JobTable {
@@ -24,7 +24,8 @@ function table(state: JobTable['summary']['state'], problems: ProblemStatus[], r
     options: { samples: 2, max_tokens: 100, thinking_budget: null, temperature: 0.6, top_p: 0.95, seed: null, math_instruction: true, max_samples: null },
     problems,
     counts: { confirmed: count('confirmed'), disputed: count('disputed'), unsure: count('unsure'), answered: 0,
-      pending: problems.filter((p) => !p.verdict).length },
+      pending: problems.filter((p) => !p.verdict).length, samples_done: problems.reduce((n, p) => n + p.samples_done, 0),
+      cut_off: problems.reduce((n, p) => n + p.cut_off, 0), many_cut_off: false },
     report_order,
     export_names: { csv: 'set.results.csv', jsonl: 'set.results.jsonl', markdown: 'set.report.md' },
   };
@@ -86,5 +87,19 @@ describe('job table', () => {
       .toBe('most samples disagree with the key, but some reproduced it');
     expect(screen.getByTestId('unsure-reason').textContent).toBe('most samples disagree with the key, but some reproduced it.');
     expect(screen.getByTestId('key-check').textContent).toBe('Key read as 35·"cm"; answer 35 mm read as 35·"mm": the units differ.');
+  });
+
+  it('tells the user to raise the token limit when many samples were cut off', () => {
+    const c = new JobsController();
+    c.selectedId = 3;
+    c.table = table('done', [problem(0, 'confirmed'), { ...problem(1, 'unsure'), answers: [null, null], cut_off: 2 }]);
+    render(JobPanel, { controller: c });
+    expect(screen.queryByTestId('cut-off-notice')).toBeNull();
+    cleanup();
+    // Rust decides when there are many (ponder_jobs::report::many_cut_off).
+    c.table = { ...c.table, counts: { ...c.table.counts, many_cut_off: true } };
+    render(JobPanel, { controller: c });
+    expect(screen.getByTestId('cut-off-notice').textContent!.trim()).toBe(
+      '2 of 4 samples reached the token limit (100) before they answered. A larger limit would settle more unsure problems than more samples.');
   });
 });

@@ -145,7 +145,7 @@ export type SampleRow = { problem_idx: number, sample_idx: number, answer: strin
 
 export type Verdict = "confirmed" | "disputed" | "unsure" | "answered";
 
-export type UnsureReason = "no_answer" | "most_cut_off" | "split" | "key_reproduced" | "too_slow_to_compare";
+export type UnsureReason = "no_answer" | "most_cut_off" | "split" | "key_reproduced" | "too_few_agree" | "too_slow_to_compare";
 
 export type Found = "boxed" | "phrase" | "last_math" | "whole" | "last_number";
 
@@ -180,6 +180,10 @@ verdict: Verdict | null,
  */
 reason: UnsureReason | null, 
 /**
+ * Finished samples that reached the token limit before they gave an answer.
+ */
+cut_off: number, 
+/**
  * For a disputed or unsure key: how the key and the most common answer were read, and the
  * rule that found them different, so a teacher sees why.
  */
@@ -189,7 +193,15 @@ export type VerdictCounts = { confirmed: number, disputed: number, unsure: numbe
 /**
  * Problems with samples still to run.
  */
-pending: number, };
+pending: number, 
+/**
+ * Finished samples, and those of them cut off at the token limit before they answered.
+ */
+samples_done: number, cut_off: number, 
+/**
+ * Enough were cut off that the user should raise the token limit (`many_cut_off`).
+ */
+many_cut_off: boolean, };
 
 export type ExportFormat = "csv" | "jsonl" | "markdown";
 

@@ -40,7 +40,7 @@ const mocks = {
       p(2, 'Is 1 prime?', 'no', ['no', 'yes'], null, 'unsure')];
     return { summary: { ...window.__jobs[0], id, state: done ? 'done' : 'running', samples_done: done ? 6 : 0 },
       options: window.__created.options, problems,
-      counts: done ? { confirmed: 1, disputed: 1, unsure: 1, answered: 0, pending: 0 } : { confirmed: 0, disputed: 0, unsure: 0, answered: 0, pending: 3 },
+      counts: done ? { confirmed: 1, disputed: 1, unsure: 1, answered: 0, pending: 0, samples_done: 6, cut_off: 0, many_cut_off: false } : { confirmed: 0, disputed: 0, unsure: 0, answered: 0, pending: 3, samples_done: 0, cut_off: 0, many_cut_off: false },
       report_order: done ? [1, 2, 0] : [0, 1, 2],
       export_names: { csv: 'algebra.results.csv', jsonl: 'algebra.results.jsonl', markdown: 'algebra.report.md' } };
   },

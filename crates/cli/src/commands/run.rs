@@ -160,6 +160,9 @@ pub fn run(args: Args, model: Option<PathBuf>, interrupted: JobControl) -> Resul
         return Ok(130);
     }
     let rows = report::rows(&store, job)?;
+    if let Some(note) = report::cut_off_note(&rows) {
+        eprintln!("note: {note} (now --max-tokens {})", store.options(job)?.max_tokens);
+    }
     let source = args.file.file_name().unwrap_or_default().to_string_lossy().into_owned();
     let out = args.output.unwrap_or_else(|| args.file.with_file_name(ExportFormat::Jsonl.file_name(&source)));
     std::fs::write(&out, ExportFormat::of_path(&out).render(&source, &rows)).with_context(|| format!("{}", out.display()))?;
