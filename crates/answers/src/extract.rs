@@ -53,17 +53,21 @@ pub fn boxed_all(s: &str) -> Vec<(usize, usize, String)> {
 
 /// The last boxed answer. Boxes written side by side (`\boxed{1}\boxed{2}`) form one answer.
 pub fn last_boxed(s: &str) -> Option<String> {
-    let all = boxed_all(s);
-    let (mut start, _, last) = all.last()?.clone();
-    let mut parts = vec![last];
-    for (s0, e0, c) in all.iter().rev().skip(1) {
-        let between = &s[*e0..start];
-        if only_connectors(between) {
-            parts.push(c.clone());
-            start = *s0;
-        } else {
+    last_joined(s, &boxed_all(s))
+}
+
+/// The contents of the last span, joined with those before it that only connectors separate
+/// (`\boxed{3} and \boxed{7}`, `$12$, $13$`): one answer with several values, as `3, 7`.
+fn last_joined(text: &str, spans: &[(usize, usize, String)]) -> Option<String> {
+    let (last_start, _, last) = spans.last()?;
+    let mut start = *last_start;
+    let mut parts = vec![last.trim()];
+    for (s0, e0, c) in spans.iter().rev().skip(1) {
+        if !only_connectors(&text[*e0..start]) {
             break;
         }
+        parts.push(c.trim());
+        start = *s0;
     }
     parts.reverse();
     Some(parts.join(", "))
@@ -218,17 +222,8 @@ pub fn stated_answer(s: &str) -> Option<(String, Found)> {
 /// commas (`$12$ and $13$`); `None` when the phrase has no maths segment.
 pub fn phrase_maths(phrase: &str) -> Option<String> {
     let spans = math_spans(phrase);
-    let (mut start, _, last) = spans.last().filter(|(_, _, m)| !m.trim().is_empty())?.clone();
-    let mut parts = vec![last.trim().to_string()];
-    for (s0, e0, m) in spans.iter().rev().skip(1) {
-        if !only_connectors(&phrase[*e0..start]) {
-            break;
-        }
-        parts.push(m.trim().to_string());
-        start = *s0;
-    }
-    parts.reverse();
-    Some(parts.join(", "))
+    spans.last().filter(|(_, _, m)| !m.trim().is_empty())?;
+    last_joined(phrase, &spans)
 }
 
 /// The last number in the text (with sign, separators, decimals and simple fractions).

@@ -276,16 +276,15 @@ impl Store {
     /// The samples still to run, as (problem, sample) pairs: those below each problem's wanted
     /// count ([`JobOptions::wanted`]) that are not recorded yet.
     pub fn pending(&self, job: JobId) -> Result<Vec<(usize, usize)>> {
-        self.pending_of(job, None)
+        self.pending_of(job, &self.options(job)?, None)
     }
 
     /// [`Store::pending`] for one problem: what a problem with a sample budget wants next.
     pub fn pending_for(&self, job: JobId, problem: usize) -> Result<Vec<(usize, usize)>> {
-        self.pending_of(job, Some(problem))
+        self.pending_of(job, &self.options(job)?, Some(problem))
     }
 
-    fn pending_of(&self, job: JobId, only: Option<usize>) -> Result<Vec<(usize, usize)>> {
-        let opts = self.options(job)?;
+    fn pending_of(&self, job: JobId, opts: &JobOptions, only: Option<usize>) -> Result<Vec<(usize, usize)>> {
         // `-1` selects every problem.
         let only = only.map_or(-1, |p| p as i64);
         let mut st =
@@ -347,41 +346,49 @@ impl Store {
     }
 
     pub fn jobs(&self) -> Result<Vec<JobSummary>> {
+        self.summaries(None)
+    }
+
+    pub fn job(&self, id: JobId) -> Result<JobSummary> {
+        self.summaries(Some(id))?.pop().ok_or(StoreError::NoJob(id))
+    }
+
+    /// Every job's summary, newest first, or only the one asked for.
+    fn summaries(&self, only: Option<JobId>) -> Result<Vec<JobSummary>> {
         let mut st = self.conn.prepare(
             "SELECT j.id, j.name, j.source, j.state, j.created_at, j.options,
                     (SELECT COUNT(*) FROM problems p WHERE p.job_id = j.id),
                     (SELECT COUNT(*) FROM samples s WHERE s.job_id = j.id),
                     (SELECT COUNT(*) FROM problems p WHERE p.job_id = j.id AND p.key IS NOT NULL)
-             FROM jobs j ORDER BY j.id DESC",
+             FROM jobs j WHERE (?1 < 0 OR j.id = ?1) ORDER BY j.id DESC",
         )?;
-        let rows = st.query_map([], |r| {
-            let opts: String = r.get(5)?;
-            let n = serde_json::from_str::<JobOptions>(&opts).map_or(1, |o| o.samples);
+        // `-1` selects every job.
+        let rows = st.query_map([only.unwrap_or(-1)], |r| {
+            let opts: JobOptions = serde_json::from_str(&r.get::<_, String>(5)?).unwrap_or_default();
             let problems = r.get::<_, i64>(6)? as usize;
-            Ok(JobSummary {
+            let summary = JobSummary {
                 id: r.get(0)?,
                 name: r.get(1)?,
                 source: r.get(2)?,
                 state: JobState::parse(&r.get::<_, String>(3)?),
                 created_at: r.get(4)?,
                 problems,
-                samples_total: problems * n,
+                samples_total: problems * opts.samples,
                 samples_done: r.get::<_, i64>(7)? as usize,
                 has_key: r.get::<_, i64>(8)? > 0,
-            })
+            };
+            Ok((summary, opts))
         })?;
-        let mut jobs: Vec<JobSummary> = rows.collect::<rusqlite::Result<_>>()?;
-        // A job with a sample budget has as many samples as its problems want so far.
-        for j in &mut jobs {
-            if self.options(j.id)?.max_samples.is_some() {
-                j.samples_total = j.samples_done + self.pending(j.id)?.len();
+        let rows: Vec<(JobSummary, JobOptions)> = rows.collect::<rusqlite::Result<_>>()?;
+        let mut jobs = Vec::with_capacity(rows.len());
+        for (mut j, opts) in rows {
+            // A job with a sample budget has as many samples as its problems want so far.
+            if opts.max_samples.is_some() {
+                j.samples_total = j.samples_done + self.pending_of(j.id, &opts, None)?.len();
             }
+            jobs.push(j);
         }
         Ok(jobs)
-    }
-
-    pub fn job(&self, id: JobId) -> Result<JobSummary> {
-        self.jobs()?.into_iter().find(|j| j.id == id).ok_or(StoreError::NoJob(id))
     }
 
     pub fn delete_job(&self, id: JobId) -> Result<()> {
