@@ -68,6 +68,7 @@ bench: setup
 	$(TARGET_DIR)/release/ponder --threads 2 --model $(PONDER_TEST_MODELS)/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf bench --json --kernels candle
 	$(TARGET_DIR)/release/ponder --threads 2 --model $(PONDER_TEST_MODELS)/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf bench --json --kernels ponder
 	$(CARGO) bench -p ponder-engine --bench kquants
+	$(CARGO) bench -p ponder-jobs --bench read_file
 
 clean:
 	$(CARGO) clean

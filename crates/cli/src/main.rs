@@ -33,6 +33,8 @@ enum Command {
     Bench(commands::bench::Args),
     /// Answer a file of questions (and validate its answer key, if it has one).
     Run(commands::run::Args),
+    /// Show what a question file holds, as the app's preview does (no model needed).
+    Preview(commands::preview::Args),
     /// Serve an OpenAI-compatible API on this computer.
     Serve(commands::serve::Args),
     /// Compare a key and an answer the way job verdicts do.
@@ -64,6 +66,7 @@ fn main() {
         Command::Bench(args) => commands::bench::run(args, cli.model, threads).map(|_| 0),
         Command::Models(cmd) => commands::models::run(cmd, cli.model).map(|_| 0),
         Command::Check(args) => commands::check::run(args),
+        Command::Preview(args) => commands::preview::run(args).map(|_| 0),
         Command::Serve(args) => commands::serve::run(args, &config.serve, cli.model).map(|_| 0),
         Command::Run(args) => {
             // Ctrl-C pauses the job: what finished is saved, and a rerun resumes.

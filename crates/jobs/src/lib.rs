@@ -3,6 +3,7 @@
 //! themselves is `ponder-answers`.
 
 pub mod backend;
+pub mod preview;
 pub mod reader;
 pub mod remote;
 pub mod report;

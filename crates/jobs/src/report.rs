@@ -145,7 +145,11 @@ pub fn to_jsonl(rows: &[Row]) -> String {
 }
 
 pub fn to_csv(rows: &[Row]) -> String {
-    let extra: Vec<String> = rows.first().map(|r| r.extra.iter().map(|(k, _)| k.clone()).collect()).unwrap_or_default();
+    // Every extra column any row has, in the order they first appear (rows carry only their
+    // filled cells).
+    let mut seen = std::collections::HashSet::new();
+    let extra: Vec<String> =
+        rows.iter().flat_map(|r| r.extra.iter().map(|(k, _)| k)).filter(|k| seen.insert(k.as_str())).cloned().collect();
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header = vec!["id", "question", "key", "majority", "agreement", "verdict", "answers"];
     header.extend(extra.iter().map(String::as_str));

@@ -62,6 +62,7 @@ fn gbk_csv_with_chinese_headers() {
     assert_eq!(prev.problems[1].question, "一打鸡蛋有几个？");
     assert_eq!(prev.problems[1].key.as_deref(), Some("12"));
     assert_eq!(prev.columns.key.as_deref(), Some("答案"));
+    assert!(prev.warnings.is_empty(), "real Chinese text reads with confidence: {:?}", prev.warnings);
 }
 
 #[test]
@@ -170,7 +171,7 @@ fn limits_and_unsupported_files() {
     let e = read_file(&p, &Limits { max_bytes: 10, ..Default::default() }).unwrap_err();
     assert!(matches!(e, ReadError::TooLarge { .. }), "{e}");
     let e = read_file(&p, &Limits { max_problems: 5, ..Default::default() }).unwrap_err();
-    assert!(e.to_string().contains("100 problems, over the limit of 5"), "{e}");
+    assert!(e.to_string().contains("more than 5 problems, the limit for one file"), "{e}");
     let e = read_file(&write(d.path(), "x.pdf", b"%PDF"), &Limits::default()).unwrap_err();
     assert!(matches!(e, ReadError::UnknownFormat { .. }));
     let e = read_file(&write(d.path(), "e.csv", b"\n\n"), &Limits::default()).unwrap_err();

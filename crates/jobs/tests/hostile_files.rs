@@ -1,7 +1,7 @@
 //! Question files made to hurt: each must give a clear error (or a correct reading) without
 //! aborting, hanging or filling memory.
 
-use ponder_jobs::reader::{read_file, Limits, XlsxLimits};
+use ponder_jobs::reader::{read_file, Limits, WarningCode, XlsxLimits, WARNINGS_KEPT};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -115,4 +115,66 @@ fn a_sheet_with_too_many_cells_stops_at_the_cap() {
     let limits = Limits { xlsx: XlsxLimits { cells: 10_000, ..XlsxLimits::default() }, ..Limits::default() };
     let e = read_file(&path, &limits).unwrap_err().to_string();
     assert!(e.contains("the sheet has more than 10000 cells"), "{e}");
+}
+
+#[test]
+fn a_markdown_list_that_numbers_every_item_1_gets_unique_ids_in_linear_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 100_000;
+    let text: String = (0..n).map(|i| format!("1. What is {i} + 1?\n")).collect();
+    let path = dir.path().join("ones.md");
+    std::fs::write(&path, text).unwrap();
+    let p = read_file(&path, &Limits::default()).unwrap();
+    assert_eq!(p.problems.len(), n);
+    assert_eq!((p.problems[0].id.as_str(), p.problems[1].id.as_str()), ("1", "1-2"));
+    assert_eq!(p.problems[n - 1].id, format!("1-{n}"));
+    let unique: std::collections::HashSet<&str> = p.problems.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(unique.len(), n);
+    // The first warnings are listed; the rest are counted.
+    assert_eq!((p.warnings.len(), p.more_warnings), (WARNINGS_KEPT, n - 1 - WARNINGS_KEPT));
+    assert!(p.warnings.iter().all(|w| w.code == WarningCode::DuplicateId));
+}
+
+#[test]
+fn json_lines_with_a_new_field_on_every_line_are_read_in_linear_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 100_000;
+    let text: String = (0..n).map(|i| format!("{{\"question\": \"q{i}\", \"note{i}\": {i}}}\n")).collect();
+    let path = dir.path().join("fields.jsonl");
+    std::fs::write(&path, text).unwrap();
+    let p = read_file(&path, &Limits::default()).unwrap();
+    assert_eq!((p.problems.len(), p.columns.extra.len()), (n, n));
+    assert_eq!(p.problems[7].extra, [("note7".to_string(), "7".to_string())]);
+}
+
+#[test]
+fn the_problem_cap_stops_a_read_while_parsing() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits { max_problems: 1_000, ..Limits::default() };
+    for (name, line) in [("q.csv", "What is 1 + 1?,2\n"), ("q.jsonl", "{\"question\": \"What?\"}\n"), ("q.txt", "What?\n")] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, line.repeat(1_001)).unwrap();
+        let e = read_file(&path, &limits).unwrap_err().to_string();
+        assert!(e.ends_with("more than 1000 problems, the limit for one file"), "{name}: {e}");
+        std::fs::write(&path, line.repeat(1_000)).unwrap();
+        assert_eq!(read_file(&path, &limits).unwrap().problems.len(), 1_000, "{name}");
+    }
+}
+
+#[test]
+fn text_in_neither_utf8_nor_chinese_gets_a_warning_with_a_confidence() {
+    let dir = tempfile::tempdir().unwrap();
+    let french = "question,answer\nQuel est le prix du café crème?,3 €\nCombien de côtés a un hexagone réel?,6\n";
+    let japanese = "question,answer\n三角形の内角の和はいくつですか？,180\n";
+    for (name, bytes) in
+        [("latin.csv", encoding_rs::WINDOWS_1252.encode(french).0), ("sjis.csv", encoding_rs::SHIFT_JIS.encode(japanese).0)]
+    {
+        let path = dir.path().join(name);
+        std::fs::write(&path, &bytes).unwrap();
+        let p = read_file(&path, &Limits::default()).unwrap();
+        let w = p.warnings.iter().find(|w| w.code == WarningCode::UncertainEncoding);
+        let w = w.unwrap_or_else(|| panic!("{name}: no encoding warning in {:?}", p.warnings));
+        assert_eq!(w.line, 0);
+        assert!(w.message.contains("% confidence"), "{}", w.message);
+    }
 }

@@ -37,7 +37,7 @@ fn declarations() -> String {
         reader::Columns::decl(&cfg),
         reader::WarningCode::decl(&cfg),
         reader::Warning::decl(&cfg),
-        jobs::FilePreview::decl(&cfg),
+        ponder_jobs::preview::FilePreview::decl(&cfg),
         store::JobOptions::decl(&cfg),
         store::JobState::decl(&cfg),
         store::JobSummary::decl(&cfg),

@@ -57,9 +57,9 @@ impl From<ReadError> for CommandError {
             ReadError::TooLarge { path, size, limit } => {
                 ("read.too_large", vec![("path", shown(&path)), ("size", size.to_string()), ("limit", limit.to_string())])
             }
-            ReadError::TooMany { path, count, limit } => {
-                ("read.too_many", vec![("path", shown(&path)), ("count", count.to_string()), ("limit", limit.to_string())])
-            }
+            ReadError::TooMany { path, limit } => ("read.too_many", vec![("path", shown(&path)), ("limit", limit.to_string())]),
+            // A workbook's error may belong to no one row.
+            ReadError::Parse { path, line: 0, message } => ("read.parse_file", vec![("path", shown(&path)), ("detail", message)]),
             ReadError::Parse { path, line, message } => {
                 ("read.parse", vec![("path", shown(&path)), ("line", line.to_string()), ("detail", message)])
             }
@@ -169,10 +169,10 @@ mod tests {
 
     #[test]
     fn a_file_error_keeps_its_english_message_and_names_its_values() {
-        let e = CommandError::from(ReadError::TooMany { path: "/s/set.csv".into(), count: 9, limit: 5 });
+        let e = CommandError::from(ReadError::TooMany { path: "/s/set.csv".into(), limit: 5 });
         assert_eq!(e.code, "read.too_many");
-        assert_eq!(e.message, "/s/set.csv: 9 problems, over the limit of 5");
-        assert_eq!((e.params["path"].as_str(), e.params["count"].as_str(), e.params["limit"].as_str()), ("/s/set.csv", "9", "5"));
+        assert_eq!(e.message, "/s/set.csv: more than 5 problems, the limit for one file");
+        assert_eq!((e.params["path"].as_str(), e.params["limit"].as_str()), ("/s/set.csv", "5"));
         let wire = serde_json::to_value(&e).unwrap();
         assert_eq!(wire["code"], "read.too_many");
     }

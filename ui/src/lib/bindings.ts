@@ -96,7 +96,7 @@ export type Format = "text" | "markdown" | "csv" | "tsv" | "jsonl" | "json" | "x
 
 export type Columns = { question: string | null, key: string | null, id: string | null, extra: Array<string>, };
 
-export type WarningCode = "no_question_field" | "empty_entry" | "empty_question" | "duplicate_id" | "long_question";
+export type WarningCode = "no_question_field" | "empty_entry" | "empty_question" | "duplicate_id" | "long_question" | "uncertain_encoding";
 
 export type Warning = { line: number, 
 /**
@@ -116,7 +116,11 @@ export type FilePreview = { path: string, name: string, format: Format, encoding
 /**
  * The first few problems.
  */
-problems: Array<Problem>, has_key: boolean, columns: Columns, warnings: Array<Warning>, 
+problems: Array<Problem>, has_key: boolean, columns: Columns, 
+/**
+ * The first warnings (`reader::WARNINGS_KEPT`), and how many more there are.
+ */
+warnings: Array<Warning>, more_warnings: number, 
 /**
  * Samples per problem to suggest: several to validate a key, one to just answer.
  */

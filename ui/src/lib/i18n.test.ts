@@ -47,11 +47,11 @@ describe('i18n', () => {
   });
 
   it("shows Rust's errors in the window's language, by their code", () => {
-    const tooMany = { code: 'read.too_many', params: { path: 'set.csv', count: '9', limit: '5' }, message: 'set.csv: 9 problems, over the limit of 5' };
+    const tooMany = { code: 'read.too_many', params: { path: 'set.csv', limit: '5' }, message: 'set.csv: more than 5 problems, the limit for one file' };
     setLanguage('zh-CN');
-    expect(errorText(tooMany)).toBe('set.csv：共 9 道题，超过上限 5');
+    expect(errorText(tooMany)).toBe('set.csv：题目超过 5 道，这是单个文件的上限');
     setLanguage('en');
-    expect(errorText(tooMany)).toBe('set.csv: 9 problems, over the limit of 5');
+    expect(errorText(tooMany)).toBe('set.csv: more than 5 problems, the limit for one file');
     // A code the window has no words for, and a plain string, show as they came.
     expect(errorText({ code: 'app', params: {}, message: 'stop the job before deleting it' })).toBe('stop the job before deleting it');
     expect(errorText('notes.pdf: unsupported file type')).toBe('notes.pdf: unsupported file type');

@@ -19,7 +19,8 @@ const mocks = {
       message: 'notes.pdf: unsupported file type (use .txt, .md, .csv, .tsv, .jsonl, .json or .xlsx)' };
     return { path, name: 'algebra.csv', format: 'csv', encoding: 'UTF-8', problem_count: 3, has_key: true, suggested_samples: 4,
       columns: { question: 'question', key: 'answer', id: null, extra: [] },
-      warnings: [{ line: 5, code: 'empty_question', params: {}, message: 'empty question; row skipped' }],
+      warnings: [{ line: 5, code: 'empty_question', params: {}, message: 'empty question; row skipped' },
+        { line: 0, code: 'uncertain_encoding', params: { confidence: '40%' }, message: '' }], more_warnings: 2,
       problems: [{ id: '1', question: 'What is 2 + 2?', key: '4', extra: [], line: 2 },
         { id: '2', question: 'What is 3 * 3?', key: '10', extra: [], line: 3 },
         { id: '3', question: 'Is 1 prime?', key: 'no', extra: [], line: 4 }] };
@@ -87,7 +88,12 @@ test('jobs: dropped files are previewed, run with live progress, and reported wi
   assert.equal(await page.getByTestId('drop-overlay').count(), 0);
   assert.equal(await page.getByTestId('preview-file').count(), 2);
   assert.match(await page.getByTestId('preview-facts').textContent(), /3 problems · CSV · UTF-8\s+· answer key in “answer”/);
-  assert.equal(await page.getByTestId('preview-warnings').textContent(), 'line 5: empty question; row skipped');
+  // A warning about the whole file has no line; past the first hundred, a count.
+  assert.deepEqual(await page.getByTestId('preview-warnings').locator('li').allTextContents(), [
+    'line 5: empty question; row skipped',
+    'the file is not UTF-8, and reads as Chinese (GB18030) with only 40% confidence: its characters may be wrong; save it as UTF-8',
+    '… and 2 more warnings',
+  ]);
   assert.match(await page.getByTestId('preview-error').textContent(), /notes\.pdf: unsupported file type/);
   assert.equal(await page.getByTestId('opt-samples').inputValue(), '4');
   await page.getByTestId('opt-samples').fill('2');

@@ -3,6 +3,7 @@
 //! Encodings are detected: UTF-8 (with or without BOM), UTF-16 LE/BE, GB18030/GBK.
 
 mod format;
+mod gather;
 mod json;
 mod problem;
 mod table;
@@ -10,11 +11,13 @@ mod text;
 mod xlsx;
 
 pub use format::{extensions_list, Format, EXTENSIONS};
+pub use gather::WARNINGS_KEPT;
 pub use problem::{Columns, Problem, ReadError, Warning, WarningCode};
 pub use xlsx::XlsxLimits;
 
+use gather::Gather;
 use serde::Serialize;
-use std::collections::HashMap;
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -25,7 +28,10 @@ pub struct Preview {
     pub problems: Vec<Problem>,
     pub has_key: bool,
     pub columns: Columns,
+    /// The first [`WARNINGS_KEPT`] warnings, by line.
     pub warnings: Vec<Warning>,
+    /// Warnings past those, counted only.
+    pub more_warnings: usize,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -59,100 +65,102 @@ pub fn read_bytes(path: &Path, bytes: &[u8], limits: &Limits) -> Result<Preview,
     if bytes.len() as u64 > limits.max_bytes {
         return Err(ReadError::TooLarge { path: path.into(), size: bytes.len() as u64, limit: limits.max_bytes });
     }
-    let mut warnings = Vec::new();
-    let (rows, encoding) = match format {
-        Format::Xlsx => (xlsx::rows(path, bytes, &limits.xlsx)?, "xlsx".to_string()),
+    let mut gather = Gather::new(path, limits);
+    let (columns, encoding) = match format {
+        Format::Xlsx => {
+            let rows = xlsx::rows(path, bytes, &limits.xlsx)?;
+            (table::problems_from_rows(path, rows.into_iter().map(Ok), &mut gather)?, "xlsx".to_string())
+        }
         _ => {
             let (text, enc) = decode(bytes);
-            let rows = match format {
+            if enc == "GB18030" {
+                let sure = gb18030_confidence(bytes);
+                if sure < 0.9 {
+                    let percent = format!("{:.0}%", sure * 100.0);
+                    gather.warn(Warning::new(0, WarningCode::UncertainEncoding, &[("confidence", percent)]));
+                }
+            }
+            let columns = match format {
                 Format::Text | Format::Markdown => {
-                    return finish(
-                        path,
-                        format,
-                        enc,
-                        text::problems(&text, format == Format::Markdown),
-                        Columns::default(),
-                        warnings,
-                        limits,
-                    )
+                    text::problems(&text, format == Format::Markdown, &mut gather)?;
+                    Columns::default()
                 }
-                Format::Csv => table::delimited_rows(path, &text, b',')?,
-                Format::Tsv => table::delimited_rows(path, &text, b'\t')?,
-                Format::Jsonl | Format::Json => {
-                    let (problems, columns) = json::problems(path, &text, format == Format::Jsonl, &mut warnings)?;
-                    return finish(path, format, enc, problems, columns, warnings, limits);
-                }
-                Format::Xlsx => unreachable!(),
+                Format::Csv => table::problems_from_rows(path, table::delimited_rows(path, &text, b','), &mut gather)?,
+                Format::Tsv => table::problems_from_rows(path, table::delimited_rows(path, &text, b'\t'), &mut gather)?,
+                Format::Jsonl | Format::Json => json::problems(path, &text, format == Format::Jsonl, &mut gather)?,
+                Format::Xlsx => unreachable!("read above"),
             };
-            (rows, enc.to_string())
+            (columns, enc.to_string())
         }
     };
-    let (problems, columns) = table::problems_from_rows(path, rows, &mut warnings)?;
-    finish(path, format, &encoding, problems, columns, warnings, limits)
-}
-
-fn finish(
-    path: &Path,
-    format: Format,
-    encoding: &str,
-    mut problems: Vec<Problem>,
-    columns: Columns,
-    mut warnings: Vec<Warning>,
-    limits: &Limits,
-) -> Result<Preview, ReadError> {
+    let Gather { problems, mut warnings, more_warnings, .. } = gather;
     if problems.is_empty() {
         return Err(ReadError::Empty { path: path.into() });
     }
-    if problems.len() > limits.max_problems {
-        return Err(ReadError::TooMany { path: path.into(), count: problems.len(), limit: limits.max_problems });
-    }
-    // Ids must be unique: later duplicates get a suffix, and a warning says where.
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    for p in &mut problems {
-        if let Some(first) = seen.get(&p.id) {
-            let new_id = (2..).map(|k| format!("{}-{k}", p.id)).find(|c| !seen.contains_key(c)).unwrap();
-            let params = [("id", p.id.clone()), ("first_line", first.to_string()), ("renamed", new_id.clone())];
-            warnings.push(Warning::new(p.line, WarningCode::DuplicateId, &params));
-            p.id = new_id;
-        }
-        seen.insert(p.id.clone(), p.line);
-        let chars = p.question.chars().count();
-        if chars > limits.long_question_chars {
-            warnings.push(Warning::new(p.line, WarningCode::LongQuestion, &[("chars", chars.to_string())]));
-        }
-    }
     warnings.sort_by_key(|w| w.line);
     let has_key = problems.iter().any(|p| p.key.is_some());
-    Ok(Preview { path: path.into(), format, encoding: encoding.to_string(), problems, has_key, columns, warnings })
+    Ok(Preview { path: path.into(), format, encoding, problems, has_key, columns, warnings, more_warnings })
 }
 
 /// Text from bytes in whatever encoding they are: BOMs first, then UTF-8, then UTF-16 without
 /// BOM (NUL bytes in every other position), then GB18030 (a superset of GBK and GB2312).
-pub fn decode(bytes: &[u8]) -> (String, &'static str) {
+pub fn decode(bytes: &[u8]) -> (Cow<'_, str>, &'static str) {
     if let Some(rest) = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
-        return (String::from_utf8_lossy(rest).into_owned(), "UTF-8 (BOM)");
+        return (String::from_utf8_lossy(rest), "UTF-8 (BOM)");
     }
     if bytes.starts_with(&[0xFF, 0xFE]) {
-        return (encoding_rs::UTF_16LE.decode_without_bom_handling(&bytes[2..]).0.into_owned(), "UTF-16LE");
+        return (encoding_rs::UTF_16LE.decode_without_bom_handling(&bytes[2..]).0, "UTF-16LE");
     }
     if bytes.starts_with(&[0xFE, 0xFF]) {
-        return (encoding_rs::UTF_16BE.decode_without_bom_handling(&bytes[2..]).0.into_owned(), "UTF-16BE");
+        return (encoding_rs::UTF_16BE.decode_without_bom_handling(&bytes[2..]).0, "UTF-16BE");
     }
     if let Ok(s) = std::str::from_utf8(bytes) {
-        return (s.to_string(), "UTF-8");
+        // Borrowed: a big file is not copied.
+        return (Cow::Borrowed(s), "UTF-8");
     }
     let sample = &bytes[..bytes.len().min(4096)];
     let zeros_at = |parity: usize| sample.iter().skip(parity).step_by(2).filter(|b| **b == 0).count();
     if sample.len() >= 4 {
         let half = sample.len() / 2;
         if zeros_at(1) * 3 > half {
-            return (encoding_rs::UTF_16LE.decode_without_bom_handling(bytes).0.into_owned(), "UTF-16LE");
+            return (encoding_rs::UTF_16LE.decode_without_bom_handling(bytes).0, "UTF-16LE");
         }
         if zeros_at(0) * 3 > half {
-            return (encoding_rs::UTF_16BE.decode_without_bom_handling(bytes).0.into_owned(), "UTF-16BE");
+            return (encoding_rs::UTF_16BE.decode_without_bom_handling(bytes).0, "UTF-16BE");
         }
     }
-    (encoding_rs::GB18030.decode_without_bom_handling(bytes).0.into_owned(), "GB18030")
+    (encoding_rs::GB18030.decode_without_bom_handling(bytes).0, "GB18030")
+}
+
+/// How sure a reading as GB18030 is, from 0 to 1: the share of its multi-byte characters that
+/// are common ones (GB2312's hanzi and punctuation, which everyday Chinese text is almost all
+/// made of). Text in another encoding (Latin-1, Shift JIS, …) decodes as GB18030 too, but into
+/// rare characters and broken pairs.
+pub fn gb18030_confidence(bytes: &[u8]) -> f64 {
+    let (mut common, mut total, mut i) = (0usize, 0usize, 0usize);
+    while i < bytes.len() {
+        let lead = bytes[i];
+        if lead < 0x80 {
+            i += 1;
+            continue;
+        }
+        total += 1;
+        match bytes.get(i + 1) {
+            Some(&trail) if (0x81..=0xFE).contains(&lead) && (0x30..=0x39).contains(&trail) => i += 4,
+            Some(&trail) if (0x81..=0xFE).contains(&lead) && (0x40..=0xFE).contains(&trail) && trail != 0x7F => {
+                let hanzi = (0xB0..=0xF7).contains(&lead) && (0xA1..=0xFE).contains(&trail);
+                let punctuation = (0xA1..=0xA9).contains(&lead) && (0xA1..=0xFE).contains(&trail);
+                common += usize::from(hanzi || punctuation);
+                i += 2;
+            }
+            _ => i += 1,
+        }
+    }
+    if total == 0 {
+        1.0
+    } else {
+        common as f64 / total as f64
+    }
 }
 
 #[cfg(test)]

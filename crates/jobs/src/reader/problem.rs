@@ -47,6 +47,9 @@ pub enum WarningCode {
     DuplicateId,
     /// A question of `chars` characters, kept.
     LongQuestion,
+    /// The file is not UTF-8 and reads as GB18030 only with this `confidence` (line 0: the
+    /// whole file).
+    UncertainEncoding,
 }
 
 impl Warning {
@@ -61,6 +64,10 @@ impl Warning {
                 format!("duplicate id \"{}\" (first at line {}); renamed to \"{}\"", p("id"), p("first_line"), p("renamed"))
             }
             WarningCode::LongQuestion => format!("question is very long ({} characters)", p("chars")),
+            WarningCode::UncertainEncoding => format!(
+                "the file is not UTF-8, and reads as Chinese (GB18030) with only {} confidence: its characters may be wrong; save it as UTF-8",
+                p("confidence")
+            ),
         };
         Self { line, code, params, message }
     }
@@ -84,8 +91,8 @@ pub enum ReadError {
     UnknownFormat { path: PathBuf },
     #[error("{path}: the file is {size} bytes, over the limit of {limit}")]
     TooLarge { path: PathBuf, size: u64, limit: u64 },
-    #[error("{path}: {count} problems, over the limit of {limit}")]
-    TooMany { path: PathBuf, count: usize, limit: usize },
+    #[error("{path}: more than {limit} problems, the limit for one file")]
+    TooMany { path: PathBuf, limit: usize },
     /// `line` is 0 where a problem has no one line (a workbook as a whole).
     #[error("{}{}: {message}", path.display(), at_line(*line))]
     Parse { path: PathBuf, line: usize, message: String },

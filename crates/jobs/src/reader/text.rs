@@ -2,7 +2,8 @@
 //! else blocks separated by blank lines, else one question per line. A line starting with
 //! `Answer:` / `答案：` inside an item is that item's key.
 
-use super::problem::Problem;
+use super::gather::Gather;
+use super::problem::{Problem, ReadError};
 
 fn item_number(line: &str) -> Option<(String, &str)> {
     let t = line.trim_start();
@@ -63,7 +64,7 @@ impl Item {
     }
 }
 
-pub fn problems(text: &str, markdown: bool) -> Vec<Problem> {
+pub(crate) fn problems(text: &str, markdown: bool, gather: &mut Gather) -> Result<(), ReadError> {
     let lines: Vec<(usize, &str)> = text
         .lines()
         .enumerate()
@@ -114,12 +115,26 @@ pub fn problems(text: &str, markdown: bool) -> Vec<Problem> {
         }
         items.extend(current);
     }
-    items.into_iter().enumerate().filter_map(|(i, it)| it.into_problem(i + 1)).collect()
+    for (i, item) in items.into_iter().enumerate() {
+        if let Some(p) = item.into_problem(i + 1) {
+            gather.problem(p)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reader::Limits;
+    use std::path::Path;
+
+    fn problems(text: &str, markdown: bool) -> Vec<Problem> {
+        let limits = Limits::default();
+        let mut gather = Gather::new(Path::new("q.txt"), &limits);
+        super::problems(text, markdown, &mut gather).unwrap();
+        gather.problems
+    }
 
     #[test]
     fn numbered_items_with_keys_and_continuations() {

@@ -6,12 +6,13 @@ pub mod commands;
 use crate::core::engine::EngineState;
 use crate::core::error::CommandError;
 use ponder_jobs::backend::LocalBackend;
+pub use ponder_jobs::preview::FilePreview;
 use ponder_jobs::remote::{RemoteBackend, RemoteConfig};
 pub use ponder_jobs::report::ExportFormat;
 use ponder_jobs::report::{self, ProblemStatus, VerdictCounts};
 use ponder_jobs::runner::{run_job, JobControl, JobEvent};
 use ponder_jobs::store::{JobSummary, SampleRow};
-use ponder_jobs::{JobId, JobOptions, JobState, Problem, Store};
+use ponder_jobs::{JobId, JobOptions, JobState, Store};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -60,24 +61,6 @@ fn broadcast(listeners: &Listeners, event: JobUiEvent) {
     listeners.lock().unwrap().retain(|l| l.send(&event));
 }
 
-/// A dropped file as the preview shows it.
-#[cfg_attr(test, derive(ts_rs::TS))]
-#[derive(Debug, Clone, Serialize)]
-pub struct FilePreview {
-    pub path: String,
-    pub name: String,
-    pub format: ponder_jobs::reader::Format,
-    pub encoding: String,
-    pub problem_count: usize,
-    /// The first few problems.
-    pub problems: Vec<Problem>,
-    pub has_key: bool,
-    pub columns: ponder_jobs::reader::Columns,
-    pub warnings: Vec<ponder_jobs::reader::Warning>,
-    /// Samples per problem to suggest: several to validate a key, one to just answer.
-    pub suggested_samples: usize,
-}
-
 /// A job as its table shows it.
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize)]
@@ -111,8 +94,6 @@ impl ExportNames {
     }
 }
 
-pub const PREVIEW_PROBLEMS: usize = 5;
-
 /// Where a job runs: on this computer's engine, or on the remote engine.
 pub enum Target {
     Local { engine: Arc<EngineState>, max_seqs: usize },
@@ -120,19 +101,7 @@ pub enum Target {
 }
 
 pub fn preview(path: &Path) -> Result<FilePreview, CommandError> {
-    let p = ponder_jobs::read_file(path, &Default::default())?;
-    Ok(FilePreview {
-        path: path.display().to_string(),
-        name: path.file_name().unwrap_or_default().to_string_lossy().into_owned(),
-        format: p.format,
-        encoding: p.encoding,
-        problem_count: p.problems.len(),
-        suggested_samples: JobOptions::suggested_samples(p.has_key),
-        problems: p.problems.into_iter().take(PREVIEW_PROBLEMS).collect(),
-        has_key: p.has_key,
-        columns: p.columns,
-        warnings: p.warnings,
-    })
+    Ok(ponder_jobs::preview::preview(path)?)
 }
 
 pub struct JobsState {
