@@ -1,12 +1,25 @@
 //! Finding the final answer in text: a model's output, or a key written as a worked solution.
 
+/// Where the next `\boxed` or `\fbox` starts, and its length. One pass over the text: looking
+/// for each keyword separately would scan to the end for the one that is absent, once per box.
+fn next_box(s: &str, from: usize) -> Option<(usize, usize)> {
+    let mut at = from;
+    while let Some(i) = s[at..].find('\\') {
+        let start = at + i;
+        if let Some(k) = ["\\boxed", "\\fbox"].iter().find(|k| s[start..].starts_with(**k)) {
+            return Some((start, k.len()));
+        }
+        at = start + 1;
+    }
+    None
+}
+
 /// Contents of every `\boxed{…}` / `\fbox{…}` (nested braces allowed), with their byte spans.
 pub fn boxed_all(s: &str) -> Vec<(usize, usize, String)> {
     let mut out = Vec::new();
     let mut from = 0;
-    while let Some(rel) = ["\\boxed", "\\fbox"].iter().filter_map(|k| s[from..].find(k).map(|i| (i, k.len()))).min() {
-        let start = from + rel.0;
-        let mut i = start + rel.1;
+    while let Some((start, keyword)) = next_box(s, from) {
+        let mut i = start + keyword;
         let bytes = s.as_bytes();
         while i < s.len() && bytes[i] == b' ' {
             i += 1;
