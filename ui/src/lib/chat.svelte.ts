@@ -120,15 +120,27 @@ export class ChatController {
   }
 
   /** Routes a reply's events to its message. Events can arrive before the command that started
-   * the reply returns its id; they wait in a buffer until `attach`. */
+   * the reply returns its id; they wait in a buffer until `attach`. Deltas are applied once per
+   * animation frame, however many tokens came in it: each update re-lays out the reply. */
   private stream(conversationId: number) {
     let replyId: number | null = null;
     const early: ChatEvent[] = [];
-    const deliver = (e: ChatEvent) => {
+    const queued: ChatEvent[] = [];
+    let frame: number | null = null;
+    const apply = (e: ChatEvent) => {
       if (e.event === 'finished') void this.refresh();
       if (conversationId !== this.activeId) return;
       const m = this.messages.find((x) => x.id === replyId);
       if (m) applyEvent(m, e);
+    };
+    const flush = () => {
+      frame = null;
+      queued.splice(0).forEach(apply);
+    };
+    const deliver = (e: ChatEvent) => {
+      queued.push(e);
+      if (e.event !== 'delta') flush();
+      else frame ??= nextFrame(flush);
     };
     return {
       onEvent: (e: ChatEvent) => (replyId === null ? early.push(e) : deliver(e)),
@@ -138,6 +150,14 @@ export class ChatController {
       },
     };
   }
+}
+
+/** The next animation frame, or a timer's worth where there are no frames (a hidden window,
+ * a test without layout). */
+function nextFrame(f: () => void): number {
+  return typeof requestAnimationFrame === 'function' && document.visibilityState !== 'hidden'
+    ? requestAnimationFrame(f)
+    : (setTimeout(f, 16) as unknown as number);
 }
 
 /** Applies one stream event to a reply. */

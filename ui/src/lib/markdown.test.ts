@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderMarkdown } from './markdown';
+import { renderMarkdown, splitBlocks } from './markdown';
 
 function dom(html: string): HTMLElement {
   const div = document.createElement('div');
@@ -49,5 +49,28 @@ describe('renderMarkdown', () => {
     for (const a of d.querySelectorAll('a')) expect(a.getAttribute('href') ?? '').not.toMatch(/javascript:/i);
     expect(html).not.toMatch(/alert\([2356]\)/);
     expect(d.querySelector('img')).toBeTruthy();
+  });
+});
+
+describe('hostile and streaming model output', () => {
+  it("strips the model's styles but keeps KaTeX's", () => {
+    const d = dom(renderMarkdown('<div style="position:fixed;inset:0">cover</div>\n\nSee <span style="display:none">hidden</span> and $\\frac{a}{b}$'));
+    expect(d.querySelector('div[style], span[style]:not(.katex *)')).toBeNull();
+    expect(d.textContent).toContain('cover');
+    expect(d.querySelector('.katex [style]')).toBeTruthy();
+  });
+
+  it('shows text nested too deeply to render as plain text instead of failing', () => {
+    const deep = '>'.repeat(20000) + ' quote';
+    const d = dom(renderMarkdown(deep));
+    expect(d.textContent).toContain('quote');
+    const maths = dom(renderMarkdown('$' + '{'.repeat(20000) + 'x' + '}'.repeat(20000) + '$ after'));
+    expect(maths.textContent).toContain('after');
+  });
+
+  it('splits a reply into blocks at blank lines outside code and display maths', () => {
+    const src = 'One\n\n```\na\n\nb\n```\n\n$$\nx\n\ny\n$$\n\n\\[\nz\n\n\\]\n\nLast';
+    expect(splitBlocks(src)).toEqual(['One', '```\na\n\nb\n```', '$$\nx\n\ny\n$$', '\\[\nz\n\n\\]', 'Last']);
+    expect(splitBlocks('a\n\n\n\nb')).toEqual(['a', 'b']);
   });
 });

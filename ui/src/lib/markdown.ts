@@ -20,9 +20,23 @@ for (const [name, lang] of Object.entries({ bash, c, cpp, java, javascript, json
   hljs.registerLanguage(name, lang);
 }
 
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+// KaTeX's output, set aside while the rest is sanitised: it is the one HTML here that needs
+// inline styles, and it is safe by construction (no \href or \includegraphics: trust is off).
+let mathOut: string[] = [];
+
 function tex(source: string, displayMode: boolean): string {
-  // throwOnError: false renders a bad formula as red source text instead of failing the reply.
-  return katex.renderToString(source, { displayMode, throwOnError: false, output: 'htmlAndMathml', strict: 'ignore' });
+  let html: string;
+  try {
+    // throwOnError: false renders a bad formula as red source text instead of failing the reply.
+    html = katex.renderToString(source, { displayMode, throwOnError: false, output: 'htmlAndMathml', strict: 'ignore', maxExpand: 1000 });
+  } catch {
+    // Nesting deep enough to exhaust the stack: the formula's source, as text.
+    html = `<code class="math-error">${escapeHtml(source)}</code>`;
+  }
+  mathOut.push(html);
+  return `<span data-math-out="${mathOut.length - 1}"></span>`;
 }
 
 // Maths delimiters the R1 models use: $$…$$ and \[…\] for display, $…$ and \(…\) inline.
@@ -77,7 +91,55 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
   }
 });
 
+/** Model output as safe HTML; text that cannot be rendered (nesting deep enough to exhaust the
+ * stack) shows as plain text instead of failing the message. */
 export function renderMarkdown(source: string): string {
-  const html = marked.parse(source, { async: false });
-  return DOMPurify.sanitize(html, { USE_PROFILES: { html: true, mathMl: true, svg: true }, FORBID_TAGS: ['style', 'form', 'input', 'button', 'iframe'] });
+  mathOut = [];
+  try {
+    const html = marked.parse(source, { async: false });
+    // The model's own HTML loses its styles (it could hide text or cover the window).
+    const safe = DOMPurify.sanitize(html, {
+      USE_PROFILES: { html: true, mathMl: true, svg: true },
+      FORBID_TAGS: ['style', 'form', 'input', 'button', 'iframe'],
+      FORBID_ATTR: ['style'],
+    });
+    const math = mathOut;
+    return safe.replace(/<span data-math-out="(\d+)"><\/span>/g, (_, i) => math[Number(i)] ?? '');
+  } catch {
+    return `<p class="plain">${escapeHtml(source)}</p>`;
+  } finally {
+    mathOut = [];
+  }
+}
+
+/** Splits Markdown at blank lines that end a block (not inside a code fence or a display-maths
+ * block), so a streaming reply re-renders only its growing last block. Only blank lines are
+ * dropped: the blocks in order hold all the source's text. */
+export function splitBlocks(source: string): string[] {
+  const blocks: string[] = [];
+  let current: string[] = [];
+  let fence: string | null = null;
+  let inMath = false;
+  for (const line of source.split('\n')) {
+    const t = line.trim();
+    if (fence === null && !inMath && t === '') {
+      if (current.length) blocks.push(current.join('\n'));
+      current = [];
+      continue;
+    }
+    current.push(line);
+    const f = /^(`{3,}|~{3,})/.exec(t);
+    if (f && !inMath) {
+      if (fence === null) fence = f[1][0];
+      else if (t.startsWith(fence.repeat(3))) fence = null;
+    } else if (fence === null) {
+      // An odd number of $$ (or a lone \[ / \]) on a line opens or closes display maths.
+      const dollars = (t.match(/\$\$/g) ?? []).length;
+      const opens = (t.match(/\\\[/g) ?? []).length;
+      const closes = (t.match(/\\\]/g) ?? []).length;
+      if (dollars % 2 === 1 || opens !== closes) inMath = !inMath;
+    }
+  }
+  if (current.length) blocks.push(current.join('\n'));
+  return blocks;
 }
