@@ -13,6 +13,8 @@ pub enum EngineError {
     UnsupportedArchitecture { path: PathBuf, found: String },
     #[error("{path}: missing metadata `{key}`")]
     MissingMetadata { path: PathBuf, key: String },
+    #[error("{path}: metadata `{key}` {detail}")]
+    InvalidMetadata { path: PathBuf, key: String, detail: String },
     #[error("{path}: cannot read the model: {detail}")]
     BadModel { path: PathBuf, detail: String },
     #[error("tokenizer: {0}")]

@@ -77,26 +77,96 @@ fn build_config(src: &dyn ConfigSource, opts: &LoadOptions) -> Result<Qwen2Confi
     if arch != "qwen2" {
         return Err(EngineError::UnsupportedArchitecture { path: src.path().to_path_buf(), found: arch });
     }
-    let need = |key: Key| -> Result<usize> {
-        src.number(key)
-            .map(|v| v as usize)
-            .ok_or_else(|| EngineError::MissingMetadata { path: src.path().to_path_buf(), key: src.name(key) })
+    // Each size within what a real model of this family has, checked before anything is
+    // allocated from it: a file that says 0 heads or 10^12 layers gets an error naming the key.
+    let invalid =
+        |key: Key, detail: String| EngineError::InvalidMetadata { path: src.path().to_path_buf(), key: src.name(key), detail };
+    let sized = |key: Key, range: std::ops::RangeInclusive<usize>| -> Result<usize> {
+        let raw =
+            src.number(key).ok_or_else(|| EngineError::MissingMetadata { path: src.path().to_path_buf(), key: src.name(key) })?;
+        if raw.fract() != 0.0 || raw < *range.start() as f64 || raw > *range.end() as f64 {
+            return Err(invalid(key, format!("is {raw}; it must be a whole number from {} to {}", range.start(), range.end())));
+        }
+        Ok(raw as usize)
     };
-    let hidden = need(Key::Hidden)?;
-    let heads = need(Key::Heads)?;
-    let model_ctx = need(Key::Context)?;
+    let hidden = sized(Key::Hidden, 1..=65_536)?;
+    let heads = sized(Key::Heads, 1..=1_024)?;
+    let kv_heads = sized(Key::KvHeads, 1..=1_024)?;
+    if heads % kv_heads != 0 {
+        return Err(invalid(Key::KvHeads, format!("is {kv_heads}, which does not divide the {heads} attention heads")));
+    }
+    if hidden % heads != 0 || !(8..=512).contains(&(hidden / heads)) || (hidden / heads) % 2 != 0 {
+        return Err(invalid(
+            Key::Heads,
+            format!("is {heads}: the hidden size {hidden} must split into heads of an even size from 8 to 512"),
+        ));
+    }
+    let model_ctx = sized(Key::Context, 1..=1 << 24)?;
+    let positive = |key: Key, default: f64| -> Result<f64> {
+        match src.number(key) {
+            None => Ok(default),
+            Some(v) if v.is_finite() && v > 0.0 => Ok(v),
+            Some(v) => Err(invalid(key, format!("is {v}; it must be a positive number"))),
+        }
+    };
     Ok(Qwen2Config {
-        vocab_size: need(Key::Vocab)?,
+        vocab_size: sized(Key::Vocab, 1..=1_048_576)?,
         hidden_size: hidden,
-        num_layers: need(Key::Layers)?,
+        num_layers: sized(Key::Layers, 1..=512)?,
         num_heads: heads,
-        num_kv_heads: need(Key::KvHeads)?,
+        num_kv_heads: kv_heads,
         head_dim: hidden / heads,
         context_length: opts.max_context.map_or(model_ctx, |c| c.min(model_ctx)),
-        rms_norm_eps: src.number(Key::RmsEps).unwrap_or(1e-6),
-        rope_theta: src.number(Key::RopeTheta).unwrap_or(10_000.0) as f32,
-        intermediate_size: need(Key::Intermediate)?,
+        rms_norm_eps: positive(Key::RmsEps, 1e-6)?,
+        rope_theta: positive(Key::RopeTheta, 10_000.0)? as f32,
+        intermediate_size: sized(Key::Intermediate, 1..=1_048_576)?,
     })
+}
+
+/// Every tensor the configuration needs is in the file with the shape it implies, checked on
+/// the header before any weight is read: a mismatch gets an error naming the tensor instead of
+/// a failure (or a panic) deep in the first forward pass.
+fn check_tensor_shapes(path: &Path, ct: &gguf_file::Content, cfg: &Qwen2Config) -> Result<()> {
+    let (h, q, kv, ff, vocab) =
+        (cfg.hidden_size, cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim, cfg.intermediate_size, cfg.vocab_size);
+    let mut wanted: Vec<(String, Vec<usize>, bool)> = vec![
+        ("token_embd.weight".into(), vec![vocab, h], true),
+        ("output.weight".into(), vec![vocab, h], false),
+        ("output_norm.weight".into(), vec![h], true),
+    ];
+    for i in 0..cfg.num_layers {
+        let t = |name: &str, shape: Vec<usize>| (format!("blk.{i}.{name}"), shape, true);
+        wanted.extend([
+            t("attn_norm.weight", vec![h]),
+            t("ffn_norm.weight", vec![h]),
+            t("attn_q.weight", vec![q, h]),
+            t("attn_k.weight", vec![kv, h]),
+            t("attn_v.weight", vec![kv, h]),
+            t("attn_q.bias", vec![q]),
+            t("attn_k.bias", vec![kv]),
+            t("attn_v.bias", vec![kv]),
+            t("attn_output.weight", vec![h, q]),
+            t("ffn_gate.weight", vec![ff, h]),
+            t("ffn_up.weight", vec![ff, h]),
+            t("ffn_down.weight", vec![h, ff]),
+        ]);
+    }
+    for (name, shape, required) in wanted {
+        match ct.tensor_infos.get(&name) {
+            None if required => {
+                return Err(EngineError::BadModel { path: path.into(), detail: format!("the tensor `{name}` is missing") })
+            }
+            None => {}
+            Some(info) if info.shape.dims() != shape.as_slice() => {
+                return Err(EngineError::BadModel {
+                    path: path.into(),
+                    detail: format!("the tensor `{name}` has shape {:?}, but the metadata needs {shape:?}", info.shape.dims()),
+                })
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
 }
 
 struct GgufConfig<'a> {
@@ -128,13 +198,23 @@ impl ConfigSource for GgufConfig<'_> {
     }
     fn number(&self, key: Key) -> Option<f64> {
         if key == Key::Vocab {
-            return self.ct.tensor_infos.get("token_embd.weight").map(|t| t.shape.dims()[0] as f64);
+            return self.ct.tensor_infos.get("token_embd.weight").and_then(|t| t.shape.dims().first()).map(|&n| n as f64);
         }
-        let v = self.ct.metadata.get(&self.name(key))?;
-        match key {
-            Key::RmsEps | Key::RopeTheta => v.to_f32().ok().map(f64::from),
-            _ => v.to_u32().ok().map(f64::from),
-        }
+        // Whatever numeric type the file stored it as: range checks come after.
+        use gguf_file::Value as V;
+        Some(match self.ct.metadata.get(&self.name(key))? {
+            V::U8(x) => f64::from(*x),
+            V::I8(x) => f64::from(*x),
+            V::U16(x) => f64::from(*x),
+            V::I16(x) => f64::from(*x),
+            V::U32(x) => f64::from(*x),
+            V::I32(x) => f64::from(*x),
+            V::U64(x) => *x as f64,
+            V::I64(x) => *x as f64,
+            V::F32(x) => f64::from(*x),
+            V::F64(x) => *x,
+            _ => return None,
+        })
     }
 }
 
@@ -197,7 +277,21 @@ pub fn read_gguf_header(path: &Path) -> Result<(gguf_file::Content, u64)> {
     use std::io::Seek;
     file.seek(std::io::SeekFrom::Start(0)).map_err(io)?;
     let mut reader = std::io::BufReader::new(file);
-    let ct = gguf_file::Content::read(&mut reader).map_err(|e| {
+    // candle divides by the file's alignment and multiplies its dimensions: a file that says 0
+    // (or sizes that overflow) would panic in there, so a panic reading the header is an error.
+    let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| gguf_file::Content::read(&mut reader)));
+    let read = read.map_err(|panic| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        EngineError::BadModel {
+            path: path.to_path_buf(),
+            detail: format!("the header is malformed (check `general.alignment` and the tensor sizes): {why}"),
+        }
+    })?;
+    let ct = read.map_err(|e| {
         let msg = e.to_string();
         // candle reports a short header in several wordings; all mean the file ends too early.
         let short = ["failed to fill whole buffer", "UnexpectedEof", "end of file", "remaining"];
@@ -209,10 +303,14 @@ pub fn read_gguf_header(path: &Path) -> Result<(gguf_file::Content, u64)> {
     })?;
     // Every tensor must lie inside the file: a cut-off download is caught here, not mid-load.
     let mut end = 0u64;
-    for info in ct.tensor_infos.values() {
-        let elems = info.shape.elem_count() as u64;
-        let bytes = elems / info.ggml_dtype.block_size() as u64 * info.ggml_dtype.type_size() as u64;
-        end = end.max(ct.tensor_data_offset + info.offset + bytes);
+    for (name, info) in &ct.tensor_infos {
+        let too_big =
+            || EngineError::BadModel { path: path.to_path_buf(), detail: format!("the tensor `{name}` is impossibly large") };
+        let elems = info.shape.dims().iter().try_fold(1u64, |n, &d| n.checked_mul(d as u64)).ok_or_else(too_big)?;
+        let bytes =
+            (elems / info.ggml_dtype.block_size() as u64).checked_mul(info.ggml_dtype.type_size() as u64).ok_or_else(too_big)?;
+        let tensor_end = ct.tensor_data_offset.checked_add(info.offset).and_then(|o| o.checked_add(bytes)).ok_or_else(too_big)?;
+        end = end.max(tensor_end);
     }
     if end > size {
         return Err(EngineError::Truncated {
@@ -282,6 +380,7 @@ fn load_gguf(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
         return Err(EngineError::MissingMetadata { path: path.to_path_buf(), key: "general.architecture".into() });
     }
     let config = build_config(&GgufConfig { path, ct: &ct }, opts)?;
+    check_tensor_shapes(path, &ct, &config)?;
     let tokenizer = Tokenizer::from_gguf(&ct).map_err(|e| EngineError::Tokenizer(format!("{}: {e}", path.display())))?;
     let template_src =
         md("tokenizer.chat_template").and_then(|v| v.to_string().ok()).map(String::as_str).unwrap_or(CHATML_TEMPLATE);

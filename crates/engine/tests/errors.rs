@@ -109,3 +109,69 @@ fn inspect_reads_the_header_only() {
     assert!(!info.reasoning);
     assert!(matches!(ponder_engine::loader::inspect(Path::new("/nonexistent.gguf")), Err(EngineError::ModelNotFound(_))));
 }
+
+/// The small test model with some metadata changed.
+fn edited(
+    name: &str,
+    edit: impl FnOnce(&mut std::collections::HashMap<String, Value>),
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let (dir, p) = tmp(name);
+    ponder_engine::gguf_edit::rewrite_metadata(&ponder_testkit::model(ponder_testkit::SMALL), &p, edit).unwrap();
+    (dir, p)
+}
+
+#[test]
+fn impossible_sizes_in_the_metadata_are_named_before_anything_is_allocated() {
+    let cases: [(&str, Value, &str); 5] = [
+        (
+            "qwen2.attention.head_count",
+            Value::U32(0),
+            "metadata `qwen2.attention.head_count` is 0; it must be a whole number from 1",
+        ),
+        (
+            "qwen2.attention.head_count_kv",
+            Value::U32(3),
+            "metadata `qwen2.attention.head_count_kv` is 3, which does not divide the 14",
+        ),
+        (
+            "qwen2.block_count",
+            Value::U64(1 << 40),
+            "metadata `qwen2.block_count` is 1099511627776; it must be a whole number from 1 to 512",
+        ),
+        ("qwen2.attention.head_count", Value::U32(6), "the hidden size 896 must split into heads of an even size"),
+        ("qwen2.rope.freq_base", Value::F32(f32::NAN), "metadata `qwen2.rope.freq_base` is NaN; it must be a positive number"),
+    ];
+    for (key, value, expected) in cases {
+        let (_dir, p) = edited("bad.gguf", |md| {
+            md.insert(key.into(), value);
+        });
+        let e = load(&p).to_string();
+        assert!(e.contains(expected), "{key}: {e}");
+    }
+}
+
+#[test]
+fn tensors_that_do_not_match_the_metadata_are_named() {
+    // 1024 wide with 16 heads of 64 is a sane configuration, but not this file's tensors.
+    let (_dir, p) = edited("wide.gguf", |md| {
+        md.insert("qwen2.embedding_length".into(), Value::U32(1024));
+        md.insert("qwen2.attention.head_count".into(), Value::U32(16));
+    });
+    let e = load(&p).to_string();
+    assert!(e.contains("the tensor `token_embd.weight` has shape [151936, 896], but the metadata needs [151936, 1024]"), "{e}");
+    // One layer more than the file has.
+    let (_dir, p) = edited("deep.gguf", |md| {
+        md.insert("qwen2.block_count".into(), Value::U32(25));
+    });
+    assert!(load(&p).to_string().contains("the tensor `blk.24.attn_norm.weight` is missing"));
+}
+
+#[test]
+fn a_zero_alignment_is_an_error_not_a_panic() {
+    let (_dir, p) = edited("align.gguf", |md| {
+        md.insert("general.alignment".into(), Value::U32(0));
+    });
+    let e = load(&p);
+    assert!(matches!(e, EngineError::BadModel { .. }), "{e}");
+    assert!(e.to_string().contains("general.alignment"), "{e}");
+}

@@ -35,10 +35,11 @@ pub(super) fn validate(shared: &Shared, req: &GenerateRequest) -> Result<Validat
         return Err(InvalidRequest::EmptyPrompt.into());
     }
     let context_length = shared.context_length;
-    if tokens.len() + req.max_tokens > context_length {
+    // Saturating: a max_tokens near usize::MAX must not wrap past the check.
+    if tokens.len().saturating_add(req.max_tokens) > context_length {
         return Err(EngineError::ContextOverflow { prompt_tokens: tokens.len(), max_tokens: req.max_tokens, context_length });
     }
-    if tokens.len() * req.n > shared.kv_budget_tokens {
+    if tokens.len().saturating_mul(req.n) > shared.kv_budget_tokens {
         return Err(InvalidRequest::KvBudget { n: req.n, prompt_tokens: tokens.len(), budget: shared.kv_budget_tokens }.into());
     }
     Ok(Validated { tokens, starts_thinking: text.trim_end().ends_with("<think>") })
