@@ -63,3 +63,51 @@ fn queue_full_is_503_and_public_address_needs_a_key() {
         let _ = p.wait();
     }
 }
+
+/// `curl` with a body and extra headers; the status code and the body.
+fn curl(url: &str, body: &str, headers: &[&str]) -> (String, String) {
+    let mut c = Command::new("curl");
+    c.args(["-s", "-H", "content-type: application/json", "-w", "\n%{http_code}"]);
+    for h in headers {
+        c.args(["-H", h]);
+    }
+    let out = c.args(["-d", body, url]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (code.to_string(), body.to_string())
+}
+
+#[test]
+fn another_host_another_site_bad_keys_and_limits_are_refused() {
+    let out = Command::new(env!("CARGO_BIN_EXE_ponder"))
+        .args(["serve", "--api-key", " ", "--model", "/nonexistent.gguf"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the API key is empty"), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let (_server, port) = start(&r1_model(), &["--api-key", "sesame"]);
+    let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
+    let key = "authorization: Bearer sesame";
+    let ok = r#"{"messages":[{"role":"user","content":"Hi"}],"max_tokens":2}"#;
+    assert_eq!(curl(&url, ok, &[key]).0, "200");
+    // DNS rebinding: a name that is not this machine's, or a page of another site.
+    let (code, body) = curl(&url, ok, &[key, "host: evil.example:8080"]);
+    assert_eq!(code, "403", "{body}");
+    assert!(body.contains("localhost only"), "{body}");
+    assert_eq!(curl(&url, ok, &[key, "origin: https://evil.example"]).0, "403");
+    assert_eq!(curl(&url, ok, &[key, &format!("origin: http://localhost:{port}")]).0, "200");
+    // Keys: wrong, longer, or a prefix of the right one.
+    for wrong in ["Bearer sesam", "Bearer sesame2", "Bearer ", "sesame"] {
+        assert_eq!(curl(&url, ok, &[&format!("authorization: {wrong}")]).0, "401", "{wrong}");
+    }
+    // OpenAI's limits on stop, and a max_tokens that would overflow a sum.
+    let five = r#"{"messages":[{"role":"user","content":"Hi"}],"stop":["a","b","c","d","e"]}"#;
+    let (code, body) = curl(&url, five, &[key]);
+    assert_eq!(code, "400", "{body}");
+    assert!(body.contains("at most 4"), "{body}");
+    let huge = format!(r#"{{"messages":[{{"role":"user","content":"Hi"}}],"max_tokens":{}}}"#, u64::MAX);
+    let (code, body) = curl(&url, &huge, &[key]);
+    assert_eq!(code, "400", "{body}");
+    assert!(body.contains("max_tokens"), "{body}");
+}

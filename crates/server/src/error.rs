@@ -37,6 +37,10 @@ impl ApiError {
             param: None,
         }
     }
+    /// A request for another host or from another site's page (DNS rebinding).
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self { status: StatusCode::FORBIDDEN, kind: "forbidden", message: message.into(), param: None }
+    }
     pub fn not_found(message: impl Into<String>) -> Self {
         Self { status: StatusCode::NOT_FOUND, kind: "invalid_request_error", message: message.into(), param: None }
     }

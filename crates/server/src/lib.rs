@@ -23,15 +23,28 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Requests waiting in the engine beyond this are refused with 503.
     pub max_waiting: usize,
+    /// Requests being read or served at once; more are refused with 503 before their bodies
+    /// are read.
+    pub max_connections: usize,
 }
 
 impl ServerConfig {
     pub fn new(addr: SocketAddr, model_name: impl Into<String>) -> Self {
-        Self { addr, api_key: None, model_name: model_name.into(), max_body_bytes: 4 << 20, max_waiting: 64 }
+        Self {
+            addr,
+            api_key: None,
+            model_name: model_name.into(),
+            max_body_bytes: 4 << 20,
+            max_waiting: 64,
+            max_connections: 256,
+        }
     }
 
     /// Binding beyond loopback exposes the model to the network: only with a key.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.api_key.as_deref().is_some_and(|k| k.trim().is_empty()) {
+            return Err(ConfigError::EmptyKey);
+        }
         if !self.addr.ip().is_loopback() && self.api_key.is_none() {
             return Err(ConfigError::PublicWithoutKey(self.addr.ip()));
         }
@@ -43,17 +56,22 @@ impl ServerConfig {
 pub enum ConfigError {
     #[error("refusing to listen on {0} without --api-key (only loopback addresses may go without one)")]
     PublicWithoutKey(std::net::IpAddr),
+    #[error("the API key is empty: give a key, or none on a loopback address")]
+    EmptyKey,
 }
 
 pub(crate) struct AppState {
     pub engine: Arc<Engine>,
     pub config: ServerConfig,
     pub created: u64,
+    /// One permit per request being read or served (`max_connections`).
+    pub connections: Arc<tokio::sync::Semaphore>,
 }
 
 pub fn router(engine: Arc<Engine>, config: ServerConfig) -> axum::Router {
     let created = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    routes::router(Arc::new(AppState { engine, config, created }))
+    let connections = Arc::new(tokio::sync::Semaphore::new(config.max_connections));
+    routes::router(Arc::new(AppState { engine, config, created, connections }))
 }
 
 /// Serves until `shutdown` resolves.

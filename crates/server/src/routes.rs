@@ -61,8 +61,60 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/completions", post(completions))
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .layer(middleware::from_fn_with_state(state.clone(), auth))
+        .layer(middleware::from_fn_with_state(state.clone(), same_host))
+        .layer(middleware::from_fn_with_state(state.clone(), limit_connections))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
+}
+
+/// Refuses requests past `max_connections` before their bodies are read; the permit is held
+/// until the response (a stream's included) is done.
+async fn limit_connections(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let Ok(permit) = state.connections.clone().try_acquire_owned() else {
+        return ApiError::busy(state.config.max_connections).into_response();
+    };
+    let response = next.run(req).await;
+    let (parts, body) = response.into_parts();
+    let body = axum::body::Body::from_stream(futures_util::StreamExt::map(body.into_data_stream(), move |chunk| {
+        let _held = &permit;
+        chunk
+    }));
+    Response::from_parts(parts, body)
+}
+
+/// DNS rebinding: a page on another site can make a browser send requests to this port under a
+/// name it controls. On a loopback address, only requests for a loopback name are served, and
+/// a browser's `Origin`, when sent, must be one too.
+async fn same_host(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    if state.config.addr.ip().is_loopback() {
+        let header = |name: &str| req.headers().get(name).map(|v| v.to_str().unwrap_or("\u{fffd}").to_string());
+        if let Some(host) = header("host") {
+            if !is_loopback_name(&host) {
+                return ApiError::forbidden(format!("this server answers for localhost only, not for host `{host}`"))
+                    .into_response();
+            }
+        }
+        if let Some(origin) = header("origin") {
+            let authority = origin.split_once("://").map_or("", |(_, rest)| rest);
+            if origin != "null" && !is_loopback_name(authority) {
+                return ApiError::forbidden(format!("requests from pages of `{origin}` are refused")).into_response();
+            }
+        }
+    }
+    next.run(req).await
+}
+
+/// `localhost`, `127.0.0.1` (any 127/8 address) or `[::1]`, with or without a port.
+fn is_loopback_name(authority: &str) -> bool {
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => {
+            authority
+                .rsplit_once(':')
+                .map_or(authority, |(h, port)| if port.bytes().all(|b| b.is_ascii_digit()) { h } else { authority })
+        }
+    };
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 async fn auth(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
@@ -72,12 +124,34 @@ async fn auth(State(state): State<Arc<AppState>>, req: Request, next: Next) -> R
             .get("authorization")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|given| given == key);
+            .is_some_and(|given| same_key(given.as_bytes(), key.as_bytes()));
         if !ok {
             return ApiError::unauthorized().into_response();
         }
     }
     next.run(req).await
+}
+
+/// Compares in time that depends only on the lengths, so the key cannot be guessed a byte at
+/// a time from how fast a wrong one is refused.
+fn same_key(given: &[u8], key: &[u8]) -> bool {
+    let mut diff = given.len() ^ key.len();
+    for (i, k) in key.iter().enumerate() {
+        diff |= usize::from(given.get(i).copied().unwrap_or(0) ^ k);
+    }
+    diff == 0
+}
+
+/// OpenAI's limits on `stop`: at most 4 sequences, none empty or longer than 256 bytes.
+fn stop_sequences(stop: Option<ponder_openai::Stop>) -> Result<Vec<String>, ApiError> {
+    let stop = stop.map(|s| s.into_vec()).unwrap_or_default();
+    if stop.len() > 4 {
+        return Err(ApiError::bad_request(format!("stop takes at most 4 sequences, got {}", stop.len()), Some("stop")));
+    }
+    if let Some(s) = stop.iter().find(|s| s.is_empty() || s.len() > 256) {
+        return Err(ApiError::bad_request(format!("each stop sequence must be 1 to 256 bytes, got {}", s.len()), Some("stop")));
+    }
+    Ok(stop)
 }
 
 async fn models(State(state): State<Arc<AppState>>) -> Json<ModelList> {
@@ -170,7 +244,7 @@ async fn chat(State(state): State<Arc<AppState>>, ApiJson(req): ApiJson<ChatRequ
             .or(req.max_tokens)
             .unwrap_or(ponder_engine::DEFAULT_MAX_TOKENS.min(state.engine.context_length() / 2)),
         thinking_budget: req.thinking_budget,
-        stop: req.stop.map(|s| s.into_vec()).unwrap_or_default(),
+        stop: stop_sequences(req.stop)?,
         n,
         priority: Priority::Interactive,
         ..GenerateRequest::chat(messages)
@@ -238,7 +312,7 @@ async fn completions(State(state): State<Arc<AppState>>, ApiJson(req): ApiJson<C
             ..defaults
         },
         max_tokens: req.max_tokens.unwrap_or(16),
-        stop: req.stop.map(|s| s.into_vec()).unwrap_or_default(),
+        stop: stop_sequences(req.stop)?,
         n,
         priority: Priority::Interactive,
         detect_loops: false,
@@ -397,4 +471,38 @@ fn stream(
         let _ = tx.send(Ok(SseEvent::default().data("[DONE]"))).await;
     });
     Sse::new(ReceiverStream::new(rx))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_names_with_and_without_ports() {
+        for ok in
+            ["localhost", "localhost:8080", "LOCALHOST:1", "127.0.0.1", "127.0.0.1:8080", "127.1.2.3:9", "[::1]", "[::1]:8080"]
+        {
+            assert!(is_loopback_name(ok), "{ok}");
+        }
+        for bad in ["evil.com", "evil.com:8080", "localhost.evil.com", "127.0.0.1.evil.com", "192.168.1.2:8080", "", "[::2]:80"] {
+            assert!(!is_loopback_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn keys_compare_whole() {
+        assert!(same_key(b"secret", b"secret"));
+        for wrong in [&b"secreT"[..], b"secret2", b"secre", b""] {
+            assert!(!same_key(wrong, b"secret"), "{wrong:?}");
+        }
+    }
+
+    #[test]
+    fn stop_sequences_within_openai_limits() {
+        use ponder_openai::Stop;
+        assert_eq!(stop_sequences(Some(Stop::One("\n".into()))).unwrap(), ["\n"]);
+        assert!(stop_sequences(Some(Stop::Many(vec!["a".into(); 5]))).unwrap_err().message.contains("at most 4"));
+        assert!(stop_sequences(Some(Stop::One("x".repeat(257)))).unwrap_err().message.contains("1 to 256 bytes"));
+        assert!(stop_sequences(Some(Stop::One(String::new()))).is_err());
+    }
 }
