@@ -153,7 +153,7 @@ pub fn to_csv(rows: &[Row]) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header = vec!["id", "question", "key", "majority", "agreement", "verdict", "answers"];
     header.extend(extra.iter().map(String::as_str));
-    w.write_record(&header).expect("in-memory write");
+    w.write_record(header.iter().map(|c| not_a_formula(c).into_owned())).expect("in-memory write");
     for r in rows {
         let answers = r.answers.iter().map(|a| a.clone().unwrap_or_else(|| "—".into())).collect::<Vec<_>>().join(" | ");
         let mut rec = vec![
@@ -168,9 +168,25 @@ pub fn to_csv(rows: &[Row]) -> String {
         for name in &extra {
             rec.push(r.extra.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap_or_default());
         }
-        w.write_record(&rec).expect("in-memory write");
+        w.write_record(rec.iter().map(|cell| not_a_formula(cell).into_owned())).expect("in-memory write");
     }
     String::from_utf8(w.into_inner().expect("in-memory flush")).expect("csv is UTF-8")
+}
+
+/// A cell a spreadsheet will not run: text that starts like a formula (`=`, `@`, a tab or a
+/// carriage return, or `+` / `-` before anything but a plain number) gets a leading `'`, which
+/// spreadsheets read as "this is text". `-4` stays `-4`; `-2+3+cmd|' /C calc'!A0` does not.
+pub fn not_a_formula(cell: &str) -> std::borrow::Cow<'_, str> {
+    let risky = match cell.chars().next() {
+        Some('=' | '@' | '\t' | '\r') => true,
+        Some('+' | '-') => cell[1..].trim().parse::<f64>().is_err(),
+        _ => false,
+    };
+    if risky {
+        format!("'{cell}").into()
+    } else {
+        cell.into()
+    }
 }
 
 /// The forms a job's results are written in.
@@ -375,6 +391,23 @@ pub fn counts(statuses: &[ProblemStatus]) -> VerdictCounts {
 #[cfg(test)]
 mod status_tests {
     use super::*;
+
+    #[test]
+    fn csv_cells_that_start_like_formulas_are_text() {
+        for (cell, shown) in [
+            ("=1+1", "'=1+1"),
+            ("@SUM(A1)", "'@SUM(A1)"),
+            ("-2+3+cmd|' /C calc'!A0", "'-2+3+cmd|' /C calc'!A0"),
+            ("+A1", "'+A1"),
+            ("\tx", "'\tx"),
+            ("-4", "-4"),
+            ("+3.5", "+3.5"),
+            ("x = -4", "x = -4"),
+            ("", ""),
+        ] {
+            assert_eq!(not_a_formula(cell), shown, "{cell:?}");
+        }
+    }
 
     #[test]
     fn export_names_follow_the_question_file() {
