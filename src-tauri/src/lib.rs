@@ -21,9 +21,15 @@ pub fn run() {
             // Threads are fixed for the life of the process (candle's pool is global).
             ponder_engine::process::set_threads(current.threads);
             ponder_engine::process::keep_freed_step_buffers();
-            let engine = Arc::new(engine::EngineState::default());
+            let engine = Arc::new(engine::EngineState::with_load_marker(paths.load_marker()));
+            // A model whose load ended the last run is not loaded again by itself.
+            let crashed = engine.take_crashed_load();
             if let model::ModelStatus::Ready { info } = model::status(&current) {
-                engine.load(info.path, &current);
+                if crashed.as_ref() == Some(&info.path) {
+                    engine.skip_crashed(info.path);
+                } else {
+                    engine.load(info.path, &current);
+                }
             }
             let chat_store = chat::store::ChatStore::open(&paths.chat_db())?;
             let api_server = server::ServerState::default();

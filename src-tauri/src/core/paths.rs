@@ -29,4 +29,9 @@ impl AppPaths {
     pub fn chat_db(&self) -> PathBuf {
         self.data_dir.join("chat.sqlite")
     }
+
+    /// Names the model while it loads (`EngineState::with_load_marker`).
+    pub fn load_marker(&self) -> PathBuf {
+        self.data_dir.join("loading-model")
+    }
 }

@@ -158,7 +158,8 @@ impl ChatState {
                 let (message, error) = match outcome {
                     Ok(()) => (store.message(reply_id), None),
                     Err(e) => {
-                        let _ = store.save_reply(reply_id, "", "", Some("error"), None);
+                        // What was written before the failure stays (write_reply saved it).
+                        let _ = store.mark_failed(reply_id);
                         (store.message(reply_id), Some(e))
                     }
                 };
@@ -203,7 +204,10 @@ impl ChatState {
         let (mut thinking_started, mut thinking_ended) = (None::<Instant>, None::<Instant>);
         let mut last_save = Instant::now();
         loop {
-            let Some(event) = handle.recv() else { return Err(EngineError::EngineStopped.into()) };
+            let Some(event) = handle.recv() else {
+                let _ = self.store.lock().unwrap().save_reply(reply_id, &answer, &thinking, None, None);
+                return Err(EngineError::EngineStopped.into());
+            };
             match event {
                 Event::Started { prompt_tokens, .. } => {
                     sink.send(ChatEvent::Started { prompt_tokens });

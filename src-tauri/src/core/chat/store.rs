@@ -188,6 +188,12 @@ impl ChatStore {
         Ok(())
     }
 
+    /// Ends a reply as failed, keeping the text it had written.
+    pub fn mark_failed(&self, id: i64) -> Result<()> {
+        self.db.execute("UPDATE messages SET finish_reason = 'error' WHERE id = ?1", [id])?;
+        Ok(())
+    }
+
     pub fn set_content(&self, id: i64, content: &str) -> Result<()> {
         match self.db.execute("UPDATE messages SET content = ?2 WHERE id = ?1", params![id, content])? {
             0 => Err(ChatStoreError::NoMessage(id)),
@@ -280,6 +286,15 @@ mod tests {
         let saved = s.message(r.id).unwrap();
         assert_eq!((saved.content.as_str(), saved.thinking.as_str(), saved.finish_reason.as_deref()), ("4", "add", Some("stop")));
         assert_eq!(saved.stats, Some(stats));
+        // A failed reply keeps what it had written.
+        let failed = s.add(c.id, Role::Assistant, "").unwrap();
+        s.save_reply(failed.id, "The answer is", "Let me", None, None).unwrap();
+        s.mark_failed(failed.id).unwrap();
+        let kept = s.message(failed.id).unwrap();
+        assert_eq!(
+            (kept.content.as_str(), kept.thinking.as_str(), kept.finish_reason.as_deref()),
+            ("The answer is", "Let me", Some("error"))
+        );
         let r2 = s.add(c.id, Role::Assistant, "").unwrap();
         assert_eq!(s.mark_interrupted().unwrap(), 1);
         assert_eq!(s.message(r2.id).unwrap().finish_reason.as_deref(), Some("interrupted"));

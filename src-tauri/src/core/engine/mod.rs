@@ -30,18 +30,53 @@ pub enum EngineStatus {
 pub struct EngineState {
     slot: Mutex<Slot>,
     changed: Condvar,
+    /// A file that names the model while it loads, so that a load that takes the process down
+    /// (an abort, the out-of-memory killer) is known at the next launch.
+    marker: Option<PathBuf>,
 }
 
 impl Default for EngineState {
     fn default() -> Self {
-        Self { slot: Mutex::new(Slot::Empty), changed: Condvar::new() }
+        Self { slot: Mutex::new(Slot::Empty), changed: Condvar::new(), marker: None }
     }
 }
 
 impl EngineState {
+    /// An engine whose loads leave `marker` behind while they run.
+    pub fn with_load_marker(marker: PathBuf) -> Self {
+        Self { marker: Some(marker), ..Self::default() }
+    }
+
+    /// The model the previous run was loading when it ended, if its load never finished; the
+    /// marker is cleared, so this is told once.
+    pub fn take_crashed_load(&self) -> Option<PathBuf> {
+        let marker = self.marker.as_ref()?;
+        let path = std::fs::read_to_string(marker).ok()?;
+        let _ = std::fs::remove_file(marker);
+        Some(PathBuf::from(path))
+    }
+
+    /// Shows the model as not loaded because loading it ended the previous run.
+    pub fn skip_crashed(&self, path: PathBuf) {
+        let shown = path.display().to_string();
+        let error = CommandError::coded(
+            "engine.crashed_loading",
+            format!("Ponder closed while loading {shown} last time, so it was not loaded again; open it to try again, or choose another model"),
+            &[("path", shown)],
+        );
+        *self.slot.lock().unwrap() = Slot::Failed { path, error };
+        self.changed.notify_all();
+    }
+
     /// Starts loading `path` in the background unless that model is loaded or loading already.
     /// The running engine (if any) is replaced once the new one is ready.
     pub fn load(self: &Arc<Self>, path: PathBuf, settings: &Settings) {
+        self.load_then(path, settings, || {});
+    }
+
+    /// [`EngineState::load`], then `on_ready` once the model has loaded (to remember it only
+    /// then: a model that fails or crashes is never the one the next launch opens).
+    pub fn load_then(self: &Arc<Self>, path: PathBuf, settings: &Settings, on_ready: impl FnOnce() + Send + 'static) {
         {
             let mut slot = self.slot.lock().unwrap();
             match &*slot {
@@ -58,18 +93,47 @@ impl EngineState {
             .name("ponder-load".into())
             .spawn(move || {
                 tracing::info!("loading {}", path.display());
-                let result = ponder_engine::load(&path, &options).and_then(|m| Engine::start(m, config));
+                if let Some(marker) = &this.marker {
+                    let _ = std::fs::write(marker, path.display().to_string());
+                }
+                // A panic while loading is this model's error, not the app's end.
+                let result =
+                    std::panic::catch_unwind(|| ponder_engine::load(&path, &options).and_then(|m| Engine::start(m, config)));
+                if let Some(marker) = &this.marker {
+                    let _ = std::fs::remove_file(marker);
+                }
+                let result: Result<Engine, CommandError> = match result {
+                    Ok(loaded) => loaded.map_err(CommandError::from),
+                    Err(panic) => {
+                        let detail = panic
+                            .downcast_ref::<&str>()
+                            .map(|s| s.to_string())
+                            .or_else(|| panic.downcast_ref::<String>().cloned())
+                            .unwrap_or_default();
+                        let message = format!("loading {} failed inside the engine: {detail}", path.display());
+                        Err(CommandError::coded(
+                            "engine.load_panicked",
+                            message,
+                            &[("path", path.display().to_string()), ("detail", detail)],
+                        ))
+                    }
+                };
                 let mut slot = this.slot.lock().unwrap();
                 // A newer load request wins over this one.
                 if matches!(&*slot, Slot::Loading(p) if *p == path) {
+                    let ready = result.is_ok();
                     *slot = match result {
                         Ok(engine) => Slot::Ready(Arc::new(engine)),
-                        Err(e) => {
-                            tracing::error!("{}: {e}", path.display());
-                            Slot::Failed { path, error: e.into() }
+                        Err(error) => {
+                            tracing::error!("{}: {}", path.display(), error.message);
+                            Slot::Failed { path, error }
                         }
                     };
                     this.changed.notify_all();
+                    drop(slot);
+                    if ready {
+                        on_ready();
+                    }
                 }
             })
             .expect("spawning the model loader thread");
@@ -95,5 +159,60 @@ impl EngineState {
             Slot::Ready(e) => EngineStatus::Ready { model: e.info().clone(), stats: e.stats() },
             Slot::Failed { path, error } => EngineStatus::Failed { path: path.display().to_string(), error: error.clone() },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::test_models::small_model;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    fn wait_settled(engine: &EngineState) -> EngineStatus {
+        let _ = engine.wait();
+        engine.status()
+    }
+
+    #[test]
+    fn a_load_that_ended_the_last_run_is_told_once_and_not_repeated() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("loading-model");
+        // What a run that died while loading leaves behind.
+        std::fs::write(&marker, "/models/crashes.gguf").unwrap();
+        let engine = EngineState::with_load_marker(marker.clone());
+        assert_eq!(engine.take_crashed_load(), Some(PathBuf::from("/models/crashes.gguf")));
+        assert!(!marker.exists());
+        assert_eq!(engine.take_crashed_load(), None);
+        engine.skip_crashed(PathBuf::from("/models/crashes.gguf"));
+        match engine.status() {
+            EngineStatus::Failed { error, .. } => assert_eq!(error.code, "engine.crashed_loading"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_model_is_remembered_only_once_it_has_loaded_and_the_marker_goes_either_way() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("loading-model");
+        let settings = Settings { max_sequences: 1, context_size: 512, ..Settings::default() };
+        let engine = Arc::new(EngineState::with_load_marker(marker.clone()));
+        let remembered = Arc::new(AtomicBool::new(false));
+        let r = remembered.clone();
+        engine.load_then(dir.path().join("missing.gguf"), &settings, move || r.store(true, Ordering::SeqCst));
+        assert!(matches!(wait_settled(&engine), EngineStatus::Failed { .. }));
+        assert!(!remembered.load(Ordering::SeqCst), "a model that failed is not remembered");
+        assert!(!marker.exists());
+        let r = remembered.clone();
+        engine.load_then(small_model(), &settings, move || r.store(true, Ordering::SeqCst));
+        assert!(matches!(wait_settled(&engine), EngineStatus::Ready { .. }));
+        // on_ready runs just after the slot is set.
+        for _ in 0..100 {
+            if remembered.load(Ordering::SeqCst) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(remembered.load(Ordering::SeqCst));
+        assert!(!marker.exists());
     }
 }

@@ -18,6 +18,7 @@ pub fn model_status(settings: State<'_, SettingsState>) -> ModelStatus {
 /// Uses a GGUF file or model folder the user picked: checked, remembered, and loaded.
 #[tauri::command(async)]
 pub fn open_model(
+    app: tauri::AppHandle,
     settings: State<'_, SettingsState>,
     engine: State<'_, Arc<EngineState>>,
     server: State<'_, ServerState>,
@@ -26,9 +27,17 @@ pub fn open_model(
 ) -> Result<ModelStatus, CommandError> {
     let path = grants.check(&path)?;
     let info = ponder_engine::loader::inspect(&path)?;
-    let saved = settings.update(|s| s.model_path = Some(path.clone()))?;
-    engine.load(path, &saved);
-    server.apply(saved.server_enabled, saved.server_port, engine.inner().clone());
+    let current = settings.get();
+    // Remembered once it has loaded: a model that fails (or takes the app down) is not the one
+    // the next launch opens.
+    let chosen = path.clone();
+    engine.load_then(path, &current, move || {
+        use tauri::Manager;
+        if let Err(e) = app.state::<SettingsState>().update(|s| s.model_path = Some(chosen)) {
+            tracing::error!("the loaded model could not be remembered: {}", e.message);
+        }
+    });
+    server.apply(current.server_enabled, current.server_port, engine.inner().clone());
     Ok(ModelStatus::Ready { info })
 }
 
