@@ -47,9 +47,18 @@ impl std::fmt::Debug for ChatTemplate {
     }
 }
 
+/// Instructions one rendering may run.
+const TEMPLATE_FUEL: u64 = 5_000_000;
+/// Prompt text one rendering may write (far beyond any context: 1M tokens of 16 bytes).
+const MAX_PROMPT_BYTES: usize = 16 << 20;
+
 impl ChatTemplate {
     pub fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<Self> {
         let mut env = Environment::new();
+        // A template comes with the model file: one that loops for ever (or nearly) runs out
+        // of fuel instead of hanging the request. Real templates use a few hundred
+        // instructions a message.
+        env.set_fuel(Some(TEMPLATE_FUEL));
         // Real templates call Python string methods (`.strip()`, `.split()`, `.startswith()`).
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_function("raise_exception", |msg: String| -> Result<String, Error> {
@@ -83,6 +92,12 @@ impl ChatTemplate {
                 eos_token => &self.eos_token,
             })
             .map_err(|e| EngineError::Template(describe(&e)))?;
+        if text.len() > MAX_PROMPT_BYTES {
+            return Err(EngineError::Template(format!(
+                "the template wrote {} MiB of prompt, more than any context holds",
+                text.len() >> 20
+            )));
+        }
         if self.reasoning && !text.trim_end().ends_with("<think>") {
             text.push_str("<think>\n");
         }
@@ -139,5 +154,20 @@ mod tests {
     #[test]
     fn template_errors_are_reported() {
         assert!(matches!(ChatTemplate::new("{% if %}", "", ""), Err(EngineError::Template(_))));
+    }
+
+    #[test]
+    fn a_template_that_loops_for_ever_or_writes_too_much_fails_the_request() {
+        let spin = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}";
+        let err = ChatTemplate::new(spin, "", "").unwrap().render(&[Message::user("hi")]).unwrap_err();
+        assert!(err.to_string().contains("fuel"), "{err}");
+        let flood = "{% for i in range(40) %}{{ 'x' * 1000000 }}{% endfor %}";
+        let err = ChatTemplate::new(flood, "", "").unwrap().render(&[Message::user("hi")]).unwrap_err();
+        assert!(err.to_string().contains("MiB of prompt"), "{err}");
+        // A long conversation with a real template stays well within the fuel.
+        let t = ChatTemplate::new(crate::gguf_edit::R1_TEMPLATE, "<s>", "</s>").unwrap();
+        let turns: Vec<Message> =
+            (0..500).map(|i| if i % 2 == 0 { Message::user("a question") } else { Message::assistant("an answer") }).collect();
+        assert!(t.render(&turns).is_ok());
     }
 }
