@@ -106,12 +106,19 @@ pub fn judge(key: Option<&str>, answers: &[Option<String>]) -> Judgement {
     Judgement { classes, majority, agreement, verdict, reason }
 }
 
+/// Samples after which a spread vote (no answer holding half the votes) stops drawing: more
+/// samples rarely settle a problem the model answers a different way each time. (On 40 GSM8K
+/// problems with the 1.5B test model, every problem that drew past four samples ended unsure
+/// anyway, and those draws were a quarter of the job's tokens.)
+pub const SPREAD_AFTER: usize = 4;
+
 /// How many samples a problem should have, given the answers of those finished so far, when it
 /// may use between `min` and `max`: `min` first; then two more at a time, up to the budget, while
 /// the verdict is unsure (a split vote, a key some samples reproduced) or is a dispute resting on
 /// fewer than [`VOTES_TO_DISPUTE`] samples. Samples that agree with the key stop it early. So do
 /// samples cut off before they answered: they need more tokens, not more samples, and drawing
-/// again would spend the same tokens to be cut off again.
+/// again would spend the same tokens to be cut off again. And so does a vote still spread after
+/// [`SPREAD_AFTER`] samples.
 pub fn samples_wanted(key: Option<&str>, answers: &[Option<String>], min: usize, max: usize) -> usize {
     let max = max.max(min);
     if answers.len() < min {
@@ -121,6 +128,11 @@ pub fn samples_wanted(key: Option<&str>, answers: &[Option<String>], min: usize,
         return answers.len();
     }
     let judgement = judge(key, answers);
+    let votes: usize = judgement.classes.iter().map(|c| c.samples.len()).sum();
+    let top = judgement.classes.first().map_or(0, |c| c.samples.len());
+    if answers.len() >= SPREAD_AFTER && top * 2 < votes {
+        return answers.len();
+    }
     let settled = match (judgement.verdict, judgement.reason) {
         (Verdict::Unsure, Some(UnsureReason::NoAnswer | UnsureReason::MostCutOff)) => true,
         (Verdict::Unsure, _) => false,
@@ -264,13 +276,16 @@ mod tests {
         assert_eq!(wanted("5", &["7", "7"]), 4);
         assert_eq!(wanted("5", &["7", "7", "7", "7"]), 4);
         assert_eq!(wanted("5", &["7", "7", "7", "6"]), 4);
-        // A split draws two more, and more again while it stays split, up to the budget.
+        // A close split draws two more, and more again while it stays close, up to the budget.
         assert_eq!(wanted("5", &["5", "7"]), 4);
         assert_eq!(wanted("5", &["5", "7", "7", "5"]), 6);
-        assert_eq!(wanted("5", &["5", "7", "7", "5", "6", "6"]), 8);
+        assert_eq!(wanted("5", &["5", "7", "7", "5", "6", "7"]), 8);
         // Five of six against the key, once reproduced, is clear.
         assert_eq!(wanted("5", &["5", "7", "7", "7", "7", "7"]), 6);
-        assert_eq!(wanted("5", &["5", "7", "6", "8", "9", "3", "4", "2"]), 8);
+        // A spread vote (no answer with half the votes) stops after four samples.
+        assert_eq!(wanted("5", &["5", "7", "6", "8"]), 4);
+        assert_eq!(wanted("5", &["5", "7", "7", "5", "6", "8"]), 6);
+        assert_eq!(wanted("5", &["5", "7", "6"]), 5);
         // Samples cut off before they answered need more tokens, not more samples.
         assert_eq!(wanted("5", &["", ""]), 2);
         assert_eq!(wanted("5", &["", "", "", "7"]), 4);

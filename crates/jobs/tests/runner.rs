@@ -156,8 +156,14 @@ impl ponder_jobs::backend::Backend for Scripted {
 
 #[test]
 fn a_sample_budget_stops_agreeing_problems_early_and_draws_more_for_split_ones() {
-    let script: [(&str, &[&str]); 3] =
-        [("agree", &["4", "4"]), ("split", &["4", "5", "5", "5"]), ("never", &["1", "2", "3", "5", "6", "7", "8", "9"])];
+    // Agreeing with the key settles at two; three agreeing against it dispute at four; a close
+    // split draws the whole budget; a spread one stops at four.
+    let script: [(&str, &[&str]); 4] = [
+        ("agree", &["4", "4"]),
+        ("split", &["4", "5", "5", "5"]),
+        ("close", &["4", "5", "4", "5", "6", "5", "4", "5"]),
+        ("spread", &["1", "2", "3", "5"]),
+    ];
     let backend = Scripted {
         answers: std::sync::Mutex::new(
             script.iter().map(|(id, a)| (format!("Q-{id}"), a.iter().map(|s| s.to_string()).collect())).collect(),
@@ -178,13 +184,13 @@ fn a_sample_budget_stops_agreeing_problems_early_and_draws_more_for_split_ones()
     let mut store = Store::open(&dir.path().join("jobs.sqlite")).unwrap();
     let options = JobOptions { samples: 2, max_samples: Some(8), ..opts() };
     let job = store.create_job("t", "test", &options, &problems).unwrap();
-    assert_eq!(store.pending(job).unwrap().len(), 6, "two samples each to start");
+    assert_eq!(store.pending(job).unwrap().len(), 8, "two samples each to start");
     let state = run_job(&store, job, &backend, &JobControl::default(), |_| {}).unwrap();
     assert_eq!(state, JobState::Done);
     let st = report::statuses(&store.problems(job).unwrap(), &store.samples(job).unwrap(), &options);
     let used: Vec<(usize, Option<ponder_jobs::Verdict>)> = st.iter().map(|p| (p.samples_done, p.verdict)).collect();
     use ponder_jobs::Verdict::*;
-    assert_eq!(used, [(2, Some(Confirmed)), (4, Some(Disputed)), (8, Some(Unsure))]);
+    assert_eq!(used, [(2, Some(Confirmed)), (4, Some(Disputed)), (8, Some(Unsure)), (4, Some(Unsure))]);
     assert!(backend.answers.lock().unwrap().values().all(|q| q.is_empty()), "every scripted answer was used");
-    assert_eq!(store.job(job).unwrap().samples_total, 14);
+    assert_eq!(store.job(job).unwrap().samples_total, 18);
 }
