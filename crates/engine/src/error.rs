@@ -82,3 +82,12 @@ impl InvalidRequest {
 }
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
+
+/// What a caught panic said (`panic!` with a literal or a formatted message), for an error.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}

@@ -27,7 +27,7 @@ pub mod tokenizer;
 
 pub use chat_template::{Message, Role};
 pub use engine::{Canceller, Engine, EngineConfig, EngineStats, RequestHandle};
-pub use error::{EngineError, InvalidRequest, Result};
+pub use error::{panic_message, EngineError, InvalidRequest, Result};
 pub use kquants::KQuantKernels;
 pub use loader::{load, LoadOptions, LoadedModel, ModelInfo};
 pub use request::{Event, FinishReason, GenerateRequest, Priority, Prompt, Usage, DEFAULT_MAX_TOKENS};

@@ -280,16 +280,12 @@ pub fn read_gguf_header(path: &Path) -> Result<(gguf_file::Content, u64)> {
     // candle divides by the file's alignment and multiplies its dimensions: a file that says 0
     // (or sizes that overflow) would panic in there, so a panic reading the header is an error.
     let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| gguf_file::Content::read(&mut reader)));
-    let read = read.map_err(|panic| {
-        let why = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        EngineError::BadModel {
-            path: path.to_path_buf(),
-            detail: format!("the header is malformed (check `general.alignment` and the tensor sizes): {why}"),
-        }
+    let read = read.map_err(|panic| EngineError::BadModel {
+        path: path.to_path_buf(),
+        detail: format!(
+            "the header is malformed (check `general.alignment` and the tensor sizes): {}",
+            crate::error::panic_message(&*panic)
+        ),
     })?;
     let ct = read.map_err(|e| {
         let msg = e.to_string();

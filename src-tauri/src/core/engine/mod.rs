@@ -105,11 +105,7 @@ impl EngineState {
                 let result: Result<Engine, CommandError> = match result {
                     Ok(loaded) => loaded.map_err(CommandError::from),
                     Err(panic) => {
-                        let detail = panic
-                            .downcast_ref::<&str>()
-                            .map(|s| s.to_string())
-                            .or_else(|| panic.downcast_ref::<String>().cloned())
-                            .unwrap_or_default();
+                        let detail = ponder_engine::panic_message(&*panic);
                         let message = format!("loading {} failed inside the engine: {detail}", path.display());
                         Err(CommandError::coded(
                             "engine.load_panicked",
