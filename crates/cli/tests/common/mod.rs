@@ -33,7 +33,13 @@ impl Drop for Server {
 
 /// Starts `ponder serve` on `port` and waits until it listens.
 pub fn serve(model: &Path, port: u16, args: &[&str]) -> Server {
+    serve_with_env(model, port, args, &[])
+}
+
+/// [`serve`] with extra environment variables for the child.
+pub fn serve_with_env(model: &Path, port: u16, args: &[&str], env: &[(&str, &str)]) -> Server {
     let child = ponder()
+        .envs(env.iter().copied())
         .arg("--model")
         .arg(model)
         .args(["--threads", "2", "serve", "--port", &port.to_string(), "--context", "4096"])

@@ -2,6 +2,8 @@
 //! ([`worker`]), and the [`Engine`] through which the rest of Ponder submits requests and gets a
 //! [`RequestHandle`] for each ([`handle`]).
 
+#[cfg(feature = "fault-inject")]
+mod fault;
 mod handle;
 mod stats;
 mod validate;
@@ -80,7 +82,17 @@ impl Engine {
         let close = shared.tokenizer.encode_plain("\n</think>\n\n")?;
         let (tx, rx) = crossbeam_channel::unbounded();
         let limits = Limits { max_seqs: config.max_seqs, kv_budget_tokens, max_step_tokens: config.max_step_tokens };
-        let worker = Worker { model, shared: shared.clone(), rx, sched: Scheduler::new(limits), close, rate: Default::default() };
+        let worker = Worker {
+            model,
+            shared: shared.clone(),
+            rx,
+            sched: Scheduler::new(limits),
+            limits,
+            close,
+            rate: Default::default(),
+            #[cfg(feature = "fault-inject")]
+            faults: fault::Faults::from_env(),
+        };
         let thread =
             std::thread::Builder::new().name("ponder-engine".into()).spawn(move || worker.run()).map_err(EngineError::Thread)?;
         Ok(Self { tx, shared, next_id: AtomicU64::new(1), thread: Some(thread) })

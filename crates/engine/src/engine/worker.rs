@@ -1,14 +1,21 @@
 //! The engine thread: it owns the model, takes requests between steps, and runs one
 //! continuous-batching step after another. The scheduler decides what a step holds; the worker
 //! applies that plan to the model and hands each sequence its logits.
+//!
+//! A panic is contained at two levels. In a step, it ends the sequences that step held, with an
+//! error, and the others go on. Anywhere else in the loop, the scheduler's state can't be trusted:
+//! every request is ended with an error and the worker starts over with an empty scheduler. The
+//! weights are never written after loading, so the same model serves the next request either way.
 
 use super::stats::{EngineStats, RateMeter};
 use super::Shared;
+use crate::error::panic_message;
 use crate::qwen2::{Qwen2, StepInput};
 use crate::request::FinishReason;
-use crate::scheduler::{Planned, Scheduler, Waiting};
+use crate::scheduler::{Limits, Planned, Scheduler, Waiting};
 use crate::sequence::Seq;
 use crossbeam_channel::{Receiver, TryRecvError};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -22,22 +29,45 @@ pub(super) struct Worker {
     pub shared: Arc<Shared>,
     pub rx: Receiver<Command>,
     pub sched: Scheduler,
+    /// The scheduler's limits, to start over with after a panic outside a step.
+    pub limits: Limits,
     /// The tokens that close a thought, forced when a thinking budget runs out.
     pub close: Vec<u32>,
     pub rate: RateMeter,
+    #[cfg(feature = "fault-inject")]
+    pub faults: super::fault::Faults,
 }
 
 impl Worker {
     pub fn run(mut self) {
-        self.warm_up();
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| self.warm_up())) {
+            tracing::error!("the warm-up step panicked: {}", panic_message(&*p));
+        }
+        while let Err(p) = catch_unwind(AssertUnwindSafe(|| self.serve())) {
+            let why = format!("the engine hit an internal error and restarted: {}", panic_message(&*p));
+            tracing::error!("{why}");
+            let old = std::mem::replace(&mut self.sched, Scheduler::new(self.limits));
+            // Ending the old requests may panic too; dropping them still closes their channels,
+            // which their handles report as an engine failure.
+            let _ = catch_unwind(AssertUnwindSafe(move || {
+                let mut old = old;
+                old.finish_all(FinishReason::Error, &why);
+            }));
+        }
+        self.sched.finish_all(FinishReason::Cancelled, "the engine shut down");
+    }
+
+    /// The loop proper; returns when the engine shuts down.
+    fn serve(&mut self) {
         while self.take_commands() {
+            #[cfg(feature = "fault-inject")]
+            self.faults.on_turn();
             let plan = self.sched.schedule();
             if !plan.is_empty() {
                 self.step(&plan);
             }
             self.publish_stats();
         }
-        self.sched.finish_all(FinishReason::Cancelled, "the engine shut down");
     }
 
     /// Waits for work while idle, then takes every request that has arrived. False when the
@@ -71,16 +101,25 @@ impl Worker {
     /// Runs the planned sequences through the model and samples the next token of each that
     /// finished reading its input.
     fn step(&mut self, plan: &[Planned]) {
-        match self.forward(plan) {
-            Ok(rows) => {
-                let generated = self.sample(plan, rows);
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            #[cfg(feature = "fault-inject")]
+            self.faults.on_step();
+            let rows = self.forward(plan)?;
+            Ok::<_, candle_core::Error>(self.sample(plan, rows))
+        }));
+        let failure = match outcome {
+            Ok(Ok(generated)) => {
                 self.rate.record(Instant::now(), generated);
+                None
             }
-            Err(e) => {
-                tracing::error!("step failed: {e}");
-                for s in self.sched.planned_mut(plan) {
-                    s.finish(FinishReason::Error, Some(e.to_string()));
-                }
+            Ok(Err(e)) => Some(format!("the model step failed: {e}")),
+            // The sequences of this step may hold half-written caches: they end here.
+            Err(p) => Some(format!("the engine hit an internal error: {}", panic_message(&*p))),
+        };
+        if let Some(why) = failure {
+            tracing::error!("{why}");
+            for s in self.sched.planned_mut(plan) {
+                s.finish(FinishReason::Error, Some(why.clone()));
             }
         }
         self.sched.retire_finished();
