@@ -62,6 +62,8 @@ pub enum InvalidRequest {
     NoTokens,
     #[error("the prompt is empty")]
     EmptyPrompt,
+    #[error("the prompt is {bytes} bytes, far more than a context of {context_length} tokens can hold")]
+    PromptTooLong { bytes: usize, context_length: usize },
     #[error("{n} samples of a {prompt_tokens}-token prompt need more KV memory than the budget of {budget} tokens")]
     KvBudget { n: usize, prompt_tokens: usize, budget: usize },
 }
@@ -76,7 +78,7 @@ impl InvalidRequest {
             InvalidRequest::RepetitionPenalty(_) => "repetition_penalty",
             InvalidRequest::Samples { .. } | InvalidRequest::KvBudget { .. } => "n",
             InvalidRequest::NoTokens => "max_tokens",
-            InvalidRequest::EmptyPrompt => "prompt",
+            InvalidRequest::EmptyPrompt | InvalidRequest::PromptTooLong { .. } => "prompt",
         }
     }
 }

@@ -17,6 +17,10 @@ pub struct Tokenizer {
     pub add_bos: bool,
     pub bos_token: String,
     pub eos_token: String,
+    /// Bytes of the vocabulary's longest token, as the tokenizer stores it (for byte-level BPE
+    /// at least the bytes of text it covers): a prompt of more than this many bytes per token
+    /// of context cannot fit, which can be known without tokenising it.
+    pub max_token_bytes: usize,
 }
 
 impl Tokenizer {
@@ -76,7 +80,8 @@ impl Tokenizer {
         if eos_ids.is_empty() {
             return Err(EngineError::Tokenizer("no end-of-sequence token".into()));
         }
-        Ok(Self { inner, bos_id, eos_ids, add_bos, bos_token, eos_token })
+        let max_token_bytes = inner.get_vocab(true).keys().map(String::len).max().unwrap_or(1).max(1);
+        Ok(Self { inner, bos_id, eos_ids, add_bos, bos_token, eos_token, max_token_bytes })
     }
 
     /// Tokens of an already templated prompt. Special tokens written in the text (`<|im_start|>`)

@@ -19,7 +19,7 @@ use ponder_openai::{
     AssistantMessage, ChatChoice, ChatChunk, ChatCompletion, ChatRequest, ChunkChoice, Completion, CompletionChoice,
     CompletionRequest, Delta, ModelEntry, ModelList, PromptField, Usage,
 };
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -249,7 +249,7 @@ async fn chat(State(state): State<Arc<AppState>>, ApiJson(req): ApiJson<ChatRequ
         priority: Priority::Interactive,
         ..GenerateRequest::chat(messages)
     };
-    let handle = state.engine.submit(gen)?;
+    let handle = submit(&state, gen).await?;
     let ctx = Ctx { id: new_id("chatcmpl"), created: now(), model: state.config.model_name.clone() };
     if req.stream {
         let ctx = Arc::new(ctx);
@@ -319,7 +319,7 @@ async fn completions(State(state): State<Arc<AppState>>, ApiJson(req): ApiJson<C
         ignore_eos: req.ignore_eos,
         ..GenerateRequest { prompt: Prompt::Text(prompt), ..GenerateRequest::text("") }
     };
-    let handle = state.engine.submit(gen)?;
+    let handle = submit(&state, gen).await?;
     let ctx = Ctx { id: new_id("cmpl"), created: now(), model: state.config.model_name.clone() };
     if req.stream {
         Ok(stream(handle, move |ev, _| ctx.completion_chunk(ev), None::<fn(Usage) -> Value>).into_response())
@@ -409,22 +409,45 @@ impl Ctx {
     }
 }
 
+/// Queues a request. Rendering and tokenising a long prompt takes a while: it runs on a
+/// blocking thread, not on the runtime that serves every other connection.
+async fn submit(state: &Arc<AppState>, gen: GenerateRequest) -> Result<RequestHandle, ApiError> {
+    let engine = state.engine.clone();
+    match tokio::task::spawn_blocking(move || engine.submit(gen)).await {
+        Ok(submitted) => Ok(submitted?),
+        Err(e) => Err(ApiError::internal(format!("the request could not be queued: {e}"))),
+    }
+}
+
 /// Waits for every sample. The request is cancelled if this future is dropped first (the
 /// client went away): dropping the handle cancels it.
 async fn collect(mut handle: RequestHandle) -> Result<(Vec<Event>, Usage), ApiError> {
     let events = handle.collect_async().await;
-    let (mut prompt, mut completion, mut reasoning) = (0, 0, 0);
+    let (mut prompt, mut completion, mut reasoning, mut finished) = (0, 0, 0, 0);
     for ev in &events {
         if let Event::Finished { usage, error, .. } = ev {
             if let Some(e) = error {
                 return Err(ApiError::internal(format!("generation failed: {e}")));
             }
+            finished += 1;
             prompt = usage.prompt_tokens;
             completion += usage.completion_tokens();
             reasoning += usage.thinking_tokens;
         }
     }
+    if finished < handle.n {
+        return Err(ApiError::internal(ENGINE_GONE));
+    }
     Ok((events, Usage::new(prompt, completion, reasoning)))
+}
+
+/// A request whose events stopped before each of its samples finished.
+const ENGINE_GONE: &str = "generation failed: the engine stopped before the reply was finished";
+
+/// A failure in the middle of a stream, as OpenAI and vLLM send it: a chunk with only `error`.
+fn error_event(message: &str) -> SseEvent {
+    let body = json!({"error": {"message": message, "type": "server_error", "param": null, "code": null}});
+    SseEvent::default().data(body.to_string())
 }
 
 /// Server-sent events from a request, forwarded by a task that ends, dropping the handle and
@@ -446,9 +469,20 @@ fn stream(
                 // The client left while nothing was being sent (a long prompt, a queue).
                 _ = tx.closed() => return,
             };
-            let Some(ev) = ev else { break };
+            let Some(ev) = ev else {
+                // The engine dropped the request without finishing it: never end such a stream
+                // as if the reply were complete.
+                let _ = tx.send(Ok(error_event(ENGINE_GONE))).await;
+                let _ = tx.send(Ok(SseEvent::default().data("[DONE]"))).await;
+                return;
+            };
             let first = match &ev {
                 Event::Delta { index, .. } => !std::mem::replace(&mut started[*index], true),
+                Event::Finished { error: Some(e), .. } => {
+                    let _ = tx.send(Ok(error_event(&format!("generation failed: {e}")))).await;
+                    let _ = tx.send(Ok(SseEvent::default().data("[DONE]"))).await;
+                    return;
+                }
                 Event::Finished { usage, .. } => {
                     done += 1;
                     prompt = usage.prompt_tokens;

@@ -30,11 +30,17 @@ pub(super) fn validate(shared: &Shared, req: &GenerateRequest) -> Result<Validat
         return Err(InvalidRequest::NoTokens.into());
     }
     let text = render(shared, &req.prompt)?;
+    let context_length = shared.context_length;
+    // No token covers more than `max_token_bytes` of text (4x for a normaliser that composes
+    // characters): past that, the prompt cannot fit, and tokenising megabytes would only make
+    // the caller wait to hear it.
+    if text.len() > context_length.saturating_mul(shared.tokenizer.max_token_bytes).saturating_mul(4) {
+        return Err(InvalidRequest::PromptTooLong { bytes: text.len(), context_length }.into());
+    }
     let tokens = shared.tokenizer.encode_prompt(&text)?;
     if tokens.is_empty() {
         return Err(InvalidRequest::EmptyPrompt.into());
     }
-    let context_length = shared.context_length;
     // Saturating: a max_tokens near usize::MAX must not wrap past the check.
     if tokens.len().saturating_add(req.max_tokens) > context_length {
         return Err(EngineError::ContextOverflow { prompt_tokens: tokens.len(), max_tokens: req.max_tokens, context_length });
