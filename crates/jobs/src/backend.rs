@@ -3,7 +3,7 @@
 
 use crate::remote::error::RemoteError;
 use futures_util::{Stream, StreamExt};
-use ponder_engine::{Engine, EngineError, Event, GenerateRequest};
+use ponder_engine::{Engine, EngineError, Event, GenerateRequest, InvalidRequest};
 use std::pin::Pin;
 
 pub trait Backend: Send + Sync {
@@ -29,8 +29,9 @@ pub enum Next {
     /// An event of the request. A second `Started` means the request started over (after a
     /// dropped connection): text received for its unfinished samples is void.
     Event(Event),
-    /// The backend cannot run this request at all (a revoked key, say): the job stops, and
-    /// nothing of this request is recorded.
+    /// The backend cannot run this request. When it turns down the problem itself
+    /// ([`BackendError::refuses_problem`]) that is the problem's result, and the job goes on;
+    /// otherwise (a revoked key, say) the job pauses, and nothing of this request is recorded.
     Failed(BackendError),
 }
 
@@ -43,6 +44,30 @@ pub enum BackendError {
     Remote(#[from] RemoteError),
     #[error("cannot start a thread for the request: {0}")]
     Thread(#[source] std::io::Error),
+    /// A sample ended with an error that says nothing of the problem (an engine fault, a
+    /// server that kept failing): it is not recorded, and runs again when the job resumes.
+    #[error("generation failed: {0}")]
+    Generation(String),
+}
+
+impl BackendError {
+    /// The backend turns down this problem's request itself, and would do so again: too long
+    /// for the context, more KV memory than the budget, a remote 400. Anything else (a key, a
+    /// server that is down, an engine that stopped) says nothing about the problem.
+    pub fn refuses_problem(&self) -> bool {
+        match self {
+            BackendError::Engine(e) => matches!(
+                e,
+                EngineError::ContextOverflow { .. }
+                    | EngineError::Template(_)
+                    | EngineError::InvalidRequest(
+                        InvalidRequest::KvBudget { .. } | InvalidRequest::EmptyPrompt | InvalidRequest::PromptTooLong { .. }
+                    )
+            ),
+            BackendError::Remote(RemoteError::Refused { status, .. }) => matches!(status, 400 | 413 | 422),
+            _ => false,
+        }
+    }
 }
 
 pub struct LocalBackend<'a> {
@@ -51,7 +76,14 @@ pub struct LocalBackend<'a> {
 }
 
 impl Backend for LocalBackend<'_> {
-    fn start(&self, req: GenerateRequest) -> Result<Generation, BackendError> {
+    fn start(&self, mut req: GenerateRequest) -> Result<Generation, BackendError> {
+        // A long question leaves less room to answer: the sample gets what the context leaves
+        // (and stops at the length limit) rather than being refused. No room at all is refused.
+        let prompt = self.engine.prompt_tokens(&req.prompt)?;
+        let room = self.engine.context_length().saturating_sub(prompt);
+        if room > 0 {
+            req.max_tokens = req.max_tokens.min(room);
+        }
         Ok(Box::pin(self.engine.submit(req)?.map(Next::Event)))
     }
     fn parallelism(&self) -> usize {

@@ -8,6 +8,7 @@ pub mod reader;
 pub mod remote;
 pub mod report;
 pub mod runner;
+pub mod schema;
 pub mod store;
 
 /// The answer checker the reports use, for callers that show its explanations.

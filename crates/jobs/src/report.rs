@@ -67,6 +67,15 @@ pub fn is_cut_off(finish_reason: &str, extracted: Option<&str>) -> bool {
     finish_reason == "length" && extracted.is_none()
 }
 
+/// How a sample's finish reason begins when the backend turned its problem down; the reason
+/// follows.
+pub const REFUSED_PREFIX: &str = "refused: ";
+
+/// Why the backend turned the problem down, when it did (a sample's finish reason).
+pub fn refusal(finish_reason: &str) -> Option<&str> {
+    finish_reason.strip_prefix(REFUSED_PREFIX)
+}
+
 /// When a job should tell its user to raise the token limit: at least one finished sample in
 /// ten was cut off before it answered.
 pub fn many_cut_off(cut_off: usize, samples: usize) -> bool {
@@ -269,9 +278,11 @@ pub fn to_markdown(title: &str, rows: &[Row]) -> String {
     sorted.sort_by_key(|r| report_rank(Some(r.verdict)));
     md.push_str("\n| id | verdict | key | majority | agreement | samples | question |\n|---|---|---|---|---|---|---|\n");
     for r in sorted {
-        let verdict = match r.reason {
-            Some(why) => format!("{} ({})", r.verdict.as_str(), why.describe()),
-            None => r.verdict.as_str().to_string(),
+        let refused = r.samples.iter().find_map(|s| refusal(&s.finish_reason));
+        let verdict = match (refused, r.reason) {
+            (Some(why), _) => format!("{} (refused: {})", r.verdict.as_str(), one_line(why, 120).replace('|', "\\|")),
+            (None, Some(why)) => format!("{} ({})", r.verdict.as_str(), why.describe()),
+            (None, None) => r.verdict.as_str().to_string(),
         };
         md.push_str(&format!(
             "| {} | {} | {} | {} | {:.0}% | {} | {} |\n",

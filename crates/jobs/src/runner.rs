@@ -2,10 +2,16 @@
 //! written to the store at once. Pausing or cancelling stops what is in flight; those samples
 //! are not recorded and run again when the job resumes.
 //!
+//! Only final outcomes are stored as final. A problem the backend turns down (too long for the
+//! context, a remote 400) gets that refusal as its result and the job goes on; a failure that
+//! says nothing of the problem (an engine fault, a server that kept failing, a refused key)
+//! pauses the job with its reason, and resuming runs those samples again.
+//!
 //! The runner waits on all of its requests at once (one merged stream of their events) and on
 //! its control, so it sleeps until something happens instead of polling.
 
 use crate::backend::{Backend, BackendError, Generation, Next};
+use crate::report::REFUSED_PREFIX;
 use crate::store::{JobId, JobOptions, JobState, SampleRow, Store, StoreError};
 use futures_util::stream::{self, SelectAll, StreamExt};
 use ponder_answers::extract;
@@ -108,7 +114,8 @@ pub struct Progress {
 pub enum RunError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("the backend refused a request: {0}")]
+    /// The job is paused: its unfinished samples run when it resumes.
+    #[error("the job is paused: {0}")]
     Backend(#[from] BackendError),
     #[error("cannot start the job's event loop: {0}")]
     Runtime(#[source] std::io::Error),
@@ -131,6 +138,8 @@ struct InFlight {
     samples: Vec<usize>,
     /// Samples of this request not finished yet.
     open: usize,
+    /// Which of `samples` have finished.
+    done: Vec<bool>,
     answer: Vec<String>,
     thinking: Vec<String>,
     started: Instant,
@@ -224,12 +233,19 @@ impl<'a, F: FnMut(JobEvent)> Run<'a, F> {
             };
             match woke {
                 None => {}
-                Some((id, Some(Next::Event(ev)))) => self.on_request_event(id, ev)?,
-                Some((_, Some(Next::Failed(e)))) => {
-                    self.events = SelectAll::new();
-                    self.store.set_state(self.job, JobState::Paused)?;
-                    return Err(RunError::Backend(e));
+                Some((id, Some(Next::Event(ev)))) => {
+                    if let Err(e) = self.on_request_event(id, ev)? {
+                        return self.pause(e);
+                    }
                 }
+                Some((id, Some(Next::Failed(e)))) if e.refuses_problem() => {
+                    if let Some(f) = self.flying.remove(&id) {
+                        let open: Vec<usize> =
+                            f.samples.iter().zip(&f.done).filter(|(_, done)| !**done).map(|(s, _)| *s).collect();
+                        self.refuse(f.problem_idx, &open, &e)?;
+                    }
+                }
+                Some((_, Some(Next::Failed(e)))) => return self.pause(e),
                 Some((id, None)) => {
                     self.flying.remove(&id);
                 }
@@ -238,6 +254,50 @@ impl<'a, F: FnMut(JobEvent)> Run<'a, F> {
         let state = if self.store.pending(self.job)?.is_empty() { JobState::Done } else { JobState::Paused };
         self.store.set_state(self.job, state)?;
         Ok(state)
+    }
+
+    /// Stops the job on a failure that says nothing of its problems: the requests in flight
+    /// are dropped (cancelled) and their samples run again when it resumes.
+    fn pause(&mut self, e: BackendError) -> Result<JobState, RunError> {
+        self.events = SelectAll::new();
+        self.flying.clear();
+        self.store.set_state(self.job, JobState::Paused)?;
+        Err(RunError::Backend(e))
+    }
+
+    /// The backend turned the problem down: that, with its reason, is the result of each of
+    /// these samples (no answer, so no vote), and the job goes on with the other problems.
+    fn refuse(&mut self, problem_idx: usize, samples: &[usize], e: &BackendError) -> Result<(), RunError> {
+        tracing::info!("problem {problem_idx} refused: {e}");
+        for &sample_idx in samples {
+            let finish_reason = format!("{REFUSED_PREFIX}{e}");
+            let row = SampleRow { problem_idx, sample_idx, finish_reason: finish_reason.clone(), ..Default::default() };
+            self.record(row, 0, None)?;
+        }
+        Ok(())
+    }
+
+    /// Stores a finished sample and tells the caller, with the progress it makes.
+    fn record(&mut self, row: SampleRow, tokens: usize, extracted: Option<String>) -> Result<(), RunError> {
+        let (problem_idx, sample_idx, finish_reason) = (row.problem_idx, row.sample_idx, row.finish_reason.clone());
+        if self.store.insert_sample(self.job, &row)? {
+            self.done += 1;
+            self.done_this_run += 1;
+        }
+        self.tokens += tokens;
+        (self.on_event)(JobEvent::Sample { problem_idx, sample_idx, extracted, finish_reason });
+        let secs = self.started.elapsed().as_secs_f64().max(1e-3);
+        let rate = self.done_this_run as f64 / secs;
+        (self.on_event)(JobEvent::Progress(Progress {
+            done: self.done,
+            total: self.total,
+            tokens_per_second: self.tokens as f64 / secs,
+            eta_seconds: (rate > 0.0).then(|| (self.total - self.done) as f64 / rate),
+        }));
+        if self.opts.max_samples.is_some() {
+            self.top_up(problem_idx)?;
+        }
+        Ok(())
     }
 
     /// Keeps the backend full: whole problems while they fit (their samples share a prefill).
@@ -268,7 +328,15 @@ impl<'a, F: FnMut(JobEvent)> Run<'a, F> {
                 priority: Priority::Batch,
                 ..GenerateRequest::chat(vec![Message::user(prompt_for(&self.problems[p].question, opts))])
             };
-            let gen = self.backend.start(req)?;
+            let gen = match self.backend.start(req) {
+                Ok(gen) => gen,
+                Err(e) if e.refuses_problem() => {
+                    self.refuse(p, &take, &e)?;
+                    room += take.len(); // nothing of it is in flight
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             let id = self.next_id;
             self.next_id += 1;
             self.events.push(tagged(id, gen));
@@ -279,6 +347,7 @@ impl<'a, F: FnMut(JobEvent)> Run<'a, F> {
                     problem_idx: p,
                     open: take.len(),
                     samples: take,
+                    done: vec![false; k],
                     answer: vec![String::new(); k],
                     thinking: vec![String::new(); k],
                     started: Instant::now(),
@@ -304,8 +373,9 @@ impl<'a, F: FnMut(JobEvent)> Run<'a, F> {
         Ok(())
     }
 
-    fn on_request_event(&mut self, id: u64, ev: Event) -> Result<(), RunError> {
-        let Some(f) = self.flying.get_mut(&id) else { return Ok(()) };
+    /// Applies one event of a request. `Ok(Err(_))` is a failure that pauses the job.
+    fn on_request_event(&mut self, id: u64, ev: Event) -> Result<Result<(), BackendError>, RunError> {
+        let Some(f) = self.flying.get_mut(&id) else { return Ok(Ok(())) };
         let on_event = &mut self.on_event;
         match ev {
             Event::Started { .. } => {
@@ -327,18 +397,14 @@ impl<'a, F: FnMut(JobEvent)> Run<'a, F> {
                 }
                 on_event(JobEvent::Delta { problem_idx: f.problem_idx, sample_idx: f.samples[index], channel, text });
             }
-            Event::Finished { index, reason, usage, error } => {
-                if reason == FinishReason::Cancelled {
-                    return Ok(()); // not recorded: it runs again on resume
-                }
+            Event::Finished { reason: FinishReason::Cancelled, .. } => {} // runs again on resume
+            // Only final outcomes are stored as final: a sample that failed runs again.
+            Event::Finished { error: Some(e), .. } => return Ok(Err(BackendError::Generation(e))),
+            Event::Finished { index, reason, usage, error: None } => {
                 let extracted = if reason == FinishReason::Length {
                     extract::explicit_answer(&f.answer[index], &f.thinking[index])
                 } else {
                     extract::final_answer(&f.answer[index], &f.thinking[index])
-                };
-                let finish_reason = match (&error, reason) {
-                    (Some(e), _) => format!("error: {e}"),
-                    (None, r) => r.as_str().to_string(),
                 };
                 let row = SampleRow {
                     problem_idx: f.problem_idx,
@@ -346,7 +412,7 @@ impl<'a, F: FnMut(JobEvent)> Run<'a, F> {
                     answer: std::mem::take(&mut f.answer[index]),
                     thinking: std::mem::take(&mut f.thinking[index]),
                     extracted: extracted.clone(),
-                    finish_reason: finish_reason.clone(),
+                    finish_reason: reason.as_str().to_string(),
                     prompt_tokens: usage.prompt_tokens,
                     thinking_tokens: usage.thinking_tokens,
                     answer_tokens: usage.answer_tokens,
@@ -354,27 +420,10 @@ impl<'a, F: FnMut(JobEvent)> Run<'a, F> {
                     duration_ms: f.started.elapsed().as_millis() as u64,
                 };
                 f.open -= 1;
-                let problem_idx = f.problem_idx;
-                if self.store.insert_sample(self.job, &row)? {
-                    self.done += 1;
-                    self.done_this_run += 1;
-                }
-
-                self.tokens += usage.completion_tokens();
-                on_event(JobEvent::Sample { problem_idx: f.problem_idx, sample_idx: row.sample_idx, extracted, finish_reason });
-                let secs = self.started.elapsed().as_secs_f64().max(1e-3);
-                let rate = self.done_this_run as f64 / secs;
-                on_event(JobEvent::Progress(Progress {
-                    done: self.done,
-                    total: self.total,
-                    tokens_per_second: self.tokens as f64 / secs,
-                    eta_seconds: (rate > 0.0).then(|| (self.total - self.done) as f64 / rate),
-                }));
-                if self.opts.max_samples.is_some() {
-                    self.top_up(problem_idx)?;
-                }
+                f.done[index] = true;
+                self.record(row, usage.completion_tokens(), extracted)?;
             }
         }
-        Ok(())
+        Ok(Ok(()))
     }
 }

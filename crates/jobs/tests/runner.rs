@@ -8,10 +8,14 @@ use ponder_jobs::runner::{run_job, JobControl, JobEvent};
 use ponder_jobs::{report, JobOptions, JobState, Store};
 
 fn engine() -> Engine {
+    engine_of(2048)
+}
+
+fn engine_of(context: usize) -> Engine {
     ponder_testkit::threads();
     let p = ponder_testkit::small_model();
     Engine::start(
-        ponder_engine::load(&p, &LoadOptions { max_context: Some(2048), ..Default::default() }).unwrap(),
+        ponder_engine::load(&p, &LoadOptions { max_context: Some(context), ..Default::default() }).unwrap(),
         EngineConfig::default(),
     )
     .unwrap()
@@ -193,4 +197,137 @@ fn a_sample_budget_stops_agreeing_problems_early_and_draws_more_for_split_ones()
     assert_eq!(used, [(2, Some(Confirmed)), (4, Some(Disputed)), (8, Some(Unsure)), (4, Some(Unsure))]);
     assert!(backend.answers.lock().unwrap().values().all(|q| q.is_empty()), "every scripted answer was used");
     assert_eq!(store.job(job).unwrap().samples_total, 18);
+}
+
+/// A backend that turns some problems down and fails others once, by what the question says.
+#[derive(Default)]
+struct Picky {
+    failed_once: std::sync::atomic::AtomicBool,
+}
+
+impl ponder_jobs::backend::Backend for Picky {
+    fn start(
+        &self,
+        req: ponder_engine::GenerateRequest,
+    ) -> Result<ponder_jobs::backend::Generation, ponder_jobs::backend::BackendError> {
+        use futures_util::StreamExt;
+        use ponder_engine::{Channel, EngineError, Event, FinishReason, Usage};
+        use ponder_jobs::backend::{BackendError, Next};
+        use ponder_jobs::remote::RemoteError;
+        let prompt = format!("{:?}", req.prompt);
+        if prompt.contains("too-long") {
+            return Err(EngineError::ContextOverflow { prompt_tokens: 9000, max_tokens: 64, context_length: 4096 }.into());
+        }
+        let started = Next::Event(Event::Started { prompt_tokens: 5, queue_wait: Default::default() });
+        if prompt.contains("bad-request") {
+            let refused = RemoteError::Refused { url: "http://gpu/v1/chat/completions".into(), status: 400, body: "no".into() };
+            return Ok(futures_util::stream::iter([started, Next::Failed(BackendError::Remote(refused))]).boxed());
+        }
+        let mut events = vec![started];
+        for index in 0..req.n {
+            let text = "So it is \\boxed{4}.".to_string();
+            events.push(Next::Event(Event::Delta { index, channel: Channel::Answer, text }));
+            let fail = prompt.contains("flaky") && !self.failed_once.swap(true, std::sync::atomic::Ordering::SeqCst);
+            let (reason, error) = if fail {
+                (FinishReason::Error, Some("the server kept failing".to_string()))
+            } else {
+                (FinishReason::Stop, None)
+            };
+            events.push(Next::Event(Event::Finished {
+                index,
+                reason,
+                usage: Usage { answer_tokens: 6, ..Default::default() },
+                error,
+            }));
+        }
+        Ok(futures_util::stream::iter(events).boxed())
+    }
+    fn parallelism(&self) -> usize {
+        2
+    }
+}
+
+fn problems_named(names: &[&str]) -> Vec<Problem> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, id)| Problem {
+            id: id.to_string(),
+            question: format!("Q-{id}: what is 2 + 2?"),
+            key: Some("4".into()),
+            extra: vec![],
+            line: i + 2,
+        })
+        .collect()
+}
+
+#[test]
+fn a_refused_problem_is_its_result_and_the_job_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("jobs.sqlite")).unwrap();
+    let options = JobOptions { samples: 2, ..opts() };
+    let problems = problems_named(&["too-long", "fine", "bad-request", "also-fine"]);
+    let job = store.create_job("t", "test", &options, &problems).unwrap();
+    let state = run_job(&store, job, &Picky::default(), &JobControl::default(), |_| {}).unwrap();
+    assert_eq!(state, JobState::Done, "refusals are results, not the end of the job");
+    let samples = store.samples(job).unwrap();
+    assert_eq!(samples.len(), 8);
+    for s in &samples {
+        let refusal = report::refusal(&s.finish_reason);
+        match s.problem_idx {
+            0 => assert!(refusal.is_some_and(|r| r.contains("exceed the context length")), "{s:?}"),
+            2 => assert!(refusal.is_some_and(|r| r.contains("HTTP 400")), "{s:?}"),
+            _ => assert_eq!((s.finish_reason.as_str(), s.extracted.as_deref()), ("stop", Some("4"))),
+        }
+    }
+    let st = report::statuses(&store.problems(job).unwrap(), &samples, &options);
+    use ponder_jobs::Verdict::*;
+    assert_eq!(st.iter().map(|p| p.verdict).collect::<Vec<_>>(), [Some(Unsure), Some(Confirmed), Some(Unsure), Some(Confirmed)]);
+    let md = report::to_markdown("t", &report::rows(&store, job).unwrap());
+    assert!(md.contains("| too-long | unsure (refused: request too long:"), "{md}");
+}
+
+#[test]
+fn a_sample_that_fails_is_not_stored_as_final_the_job_pauses_and_resume_runs_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("jobs.sqlite")).unwrap();
+    let options = JobOptions { samples: 2, ..opts() };
+    let job = store.create_job("t", "test", &options, &problems_named(&["flaky", "fine"])).unwrap();
+    let backend = Picky::default();
+    let e = run_job(&store, job, &backend, &JobControl::default(), |_| {}).unwrap_err();
+    assert!(e.to_string().contains("paused") && e.to_string().contains("the server kept failing"), "{e}");
+    assert_eq!(store.job(job).unwrap().state, JobState::Paused);
+    assert!(store.samples(job).unwrap().iter().all(|s| s.finish_reason == "stop"), "no failure stored as a result");
+    assert!(!store.pending(job).unwrap().is_empty());
+    // Resuming runs what the failure left, and nothing twice.
+    assert_eq!(run_job(&store, job, &backend, &JobControl::default(), |_| {}).unwrap(), JobState::Done);
+    let samples = store.samples(job).unwrap();
+    assert_eq!(samples.len(), 4);
+    assert!(samples.iter().all(|s| s.finish_reason == "stop" && s.extracted.as_deref() == Some("4")));
+}
+
+/// On the real engine, a question longer than the context leaves is refused (its result says
+/// why) and one that leaves a little room is answered within it, instead of stopping the job.
+#[test]
+fn too_long_questions_on_the_real_engine() {
+    let e = engine_of(512);
+    let backend = LocalBackend { engine: &e, max_seqs: 4 };
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("jobs.sqlite")).unwrap();
+    let word_count = |n: usize| vec!["apple"; n].join(" ");
+    let mut problems = problems(1);
+    problems.push(Problem { id: "huge".into(), question: word_count(800), key: None, extra: vec![], line: 3 });
+    problems.push(Problem { id: "tight".into(), question: word_count(470), key: None, extra: vec![], line: 4 });
+    let options = JobOptions { samples: 1, max_tokens: 64, ..opts() };
+    let job = store.create_job("t", "test", &options, &problems).unwrap();
+    assert_eq!(run_job(&store, job, &backend, &JobControl::default(), |_| {}).unwrap(), JobState::Done);
+    let samples = store.samples(job).unwrap();
+    let by = |p: usize| samples.iter().find(|s| s.problem_idx == p).unwrap();
+    assert_eq!(by(0).finish_reason, "stop");
+    assert!(report::refusal(&by(1).finish_reason).is_some_and(|r| r.contains("context length of 512")), "{:?}", by(1));
+    let tight = by(2);
+    assert!(matches!(tight.finish_reason.as_str(), "stop" | "length"), "{tight:?}");
+    assert!(tight.prompt_tokens + 64 > 512, "the question leaves less room than max_tokens: {tight:?}");
+    assert!(tight.prompt_tokens + tight.thinking_tokens + tight.answer_tokens <= 512, "{tight:?}");
+    assert!(tight.answer_tokens < 64, "clamped to what the context leaves: {tight:?}");
 }

@@ -6,8 +6,12 @@
 //! Each request streams on a thread of its own. Failures that may pass (429, 5xx, a dropped or
 //! refused connection, a stalled stream) are retried with jittered exponential backoff; after a
 //! few in a row the *circuit* opens: requests wait, a probe asks the server's `/models` until it
-//! answers, and the job carries on. Only samples that finished are recorded, so nothing is lost
-//! or repeated. Errors that will not pass (a refused key, an unknown model) stop the job.
+//! answers, and the job carries on. A request that keeps failing while the server answers others
+//! pauses the job (its samples stay pending). Only samples that finished are recorded, so nothing
+//! is lost or repeated. Errors that will not pass (a refused key, an unknown model) stop the job.
+//!
+//! What a server sends is bounded (a line of the stream, a reply's text), a `Retry-After` is
+//! honoured up to a minute, and URLs in errors never show the credentials they may carry.
 
 pub(crate) mod error;
 
@@ -44,6 +48,8 @@ pub struct RemoteConfig {
     pub max_attempts: u32,
     /// Longest wait between retries.
     pub max_backoff: Duration,
+    /// Longest `Retry-After` honoured: a server asking for more is retried after this.
+    pub max_retry_after: Duration,
 }
 
 impl RemoteConfig {
@@ -58,6 +64,7 @@ impl RemoteConfig {
             failures_to_open: 3,
             max_attempts: 8,
             max_backoff: Duration::from_secs(10),
+            max_retry_after: Duration::from_secs(60),
         }
     }
 }
@@ -68,6 +75,8 @@ pub struct RemoteBackend {
 
 struct Shared {
     config: RemoteConfig,
+    /// The base URL as errors show it ([`redacted`]).
+    shown: String,
     model: String,
     agent: ureq::Agent,
     circuit: Circuit,
@@ -78,14 +87,22 @@ impl RemoteBackend {
     pub fn connect(mut config: RemoteConfig) -> Result<Self, RemoteError> {
         config.base_url = config.base_url.trim_end_matches('/').to_string();
         let agent = ureq::AgentBuilder::new().timeout_connect(config.connect_timeout).timeout_read(config.idle_timeout).build();
-        let shared = Shared { model: String::new(), agent, circuit: Circuit::default(), config };
+        if let Some(warning) = key_in_clear(&config) {
+            tracing::warn!("{warning}");
+        }
+        let shown = redacted(&config.base_url);
+        let shared = Shared { model: String::new(), shown, agent, circuit: Circuit::default(), config };
         let ids = shared.models()?;
         let model = match &shared.config.model {
             Some(m) if ids.contains(m) => m.clone(),
             Some(m) => {
-                return Err(RemoteError::NoSuchModel { url: shared.url("/models"), wanted: m.clone(), available: ids.join(", ") })
+                return Err(RemoteError::NoSuchModel {
+                    url: shared.shown("/models"),
+                    wanted: m.clone(),
+                    available: ids.join(", "),
+                })
             }
-            None => ids.first().cloned().ok_or_else(|| RemoteError::NoModels { url: shared.url("/models") })?,
+            None => ids.first().cloned().ok_or_else(|| RemoteError::NoModels { url: shared.shown("/models") })?,
         };
         Ok(Self { inner: Arc::new(Shared { model, ..shared }) })
     }
@@ -95,9 +112,83 @@ impl RemoteBackend {
     }
 }
 
+/// A URL as errors and logs may show it: without a `user:password@` and with the values of
+/// query parameters hidden (some servers take `?key=`).
+pub fn redacted(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let (authority, path) = rest.find(['/', '?', '#']).map_or((rest, ""), |i| rest.split_at(i));
+    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let (path, query) = path.split_once('?').map_or((path, None), |(p, q)| (p, Some(q)));
+    let mut out = if scheme.is_empty() { host.to_string() } else { format!("{scheme}://{host}") };
+    if authority.contains('@') {
+        out = out.replacen(host, &format!("***@{host}"), 1);
+    }
+    out.push_str(path);
+    if let Some(q) = query {
+        let hidden: Vec<String> =
+            q.split('&').map(|kv| kv.split_once('=').map_or(kv.to_string(), |(k, _)| format!("{k}=***"))).collect();
+        out.push('?');
+        out.push_str(&hidden.join("&"));
+    }
+    out
+}
+
+/// A warning when an API key would cross the network in clear: plain `http://` to a host that
+/// is not this machine.
+pub fn key_in_clear(config: &RemoteConfig) -> Option<String> {
+    config.api_key.as_ref()?;
+    let rest = config.base_url.strip_prefix("http://")?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+    };
+    let local = name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    (!local).then(|| {
+        format!(
+            "the API key goes to {} over plain http, readable on the network; use https if you can",
+            redacted(&config.base_url)
+        )
+    })
+}
+
+/// Longest line of a stream accepted from a server (a chunk is a few hundred bytes).
+const MAX_LINE_BYTES: usize = 1 << 20;
+/// A reply's text may not run past this many bytes per token asked for (a token is a few bytes,
+/// a dozen at most).
+const MAX_BYTES_PER_TOKEN: usize = 64;
+
+/// Reads one line into `buf` (without its end), or `None` at the end of the stream; a line
+/// longer than `max` bytes is an error rather than memory without end.
+fn read_line_bounded<R: BufRead>(r: &mut R, buf: &mut Vec<u8>, max: usize) -> std::io::Result<Option<()>> {
+    buf.clear();
+    let n = std::io::Read::take(&mut *r, max as u64 + 1).read_until(b'\n', buf)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+    } else if buf.len() > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("a line of the stream is longer than {max} bytes"),
+        ));
+    }
+    Ok(Some(()))
+}
+
 impl Shared {
     fn url(&self, path: &str) -> String {
         format!("{}{path}", self.config.base_url)
+    }
+
+    /// [`Shared::url`] as errors show it.
+    fn shown(&self, path: &str) -> String {
+        format!("{}{path}", self.shown)
     }
 
     fn get(&self, path: &str) -> ureq::Request {
@@ -109,12 +200,13 @@ impl Shared {
     }
 
     fn models(&self) -> Result<Vec<String>, RemoteError> {
-        let url = self.url("/models");
+        let url = self.shown("/models");
         let body: ModelList = match self.get("/models").call() {
             Ok(r) => r.into_json().map_err(|e| RemoteError::Protocol { url: url.clone(), detail: e.to_string() })?,
             Err(ureq::Error::Status(s @ (401 | 403), _)) => return Err(RemoteError::BadKey { url, status: s }),
             Err(ureq::Error::Status(s, r)) => {
-                return Err(RemoteError::Protocol { url, detail: format!("HTTP {s}: {}", r.into_string().unwrap_or_default()) })
+                let body: String = r.into_string().unwrap_or_default().chars().take(300).collect();
+                return Err(RemoteError::Protocol { url, detail: format!("HTTP {s}: {body}") });
             }
             Err(e) => return Err(RemoteError::Unreachable { url, detail: transport_detail(&e) }),
         };
@@ -316,10 +408,11 @@ impl Request {
                         self.give_up(&why);
                         return;
                     }
-                    let wait = retry_after.unwrap_or_else(|| backoff(attempts, self.shared.config.max_backoff));
-                    // Not cut short by a cancel: the runner does not wait for this thread.
-                    std::thread::sleep(wait);
-                    if self.cancelled() {
+                    let wait = match retry_after {
+                        Some(asked) => asked.min(self.shared.config.max_retry_after),
+                        None => backoff(attempts, self.shared.config.max_backoff),
+                    };
+                    if !self.sleep(wait) {
                         return;
                     }
                 }
@@ -327,8 +420,21 @@ impl Request {
         }
     }
 
-    /// The server keeps failing this request while it answers others: its samples are
-    /// recorded as failed, and the job goes on.
+    /// Waits, unless the request is cancelled meanwhile (then `false`, at once).
+    fn sleep(&self, wait: Duration) -> bool {
+        let until = Instant::now() + wait;
+        while !self.cancelled() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(100)));
+        }
+        false
+    }
+
+    /// The server keeps failing this request while it answers others: its samples end with an
+    /// error, which pauses the job (nothing is recorded; resuming tries them again).
     fn give_up(&mut self, why: &str) {
         for &index in &self.pending {
             let _ = self.tx.send(Next::Event(Event::Finished {
@@ -388,8 +494,8 @@ impl Request {
 
     /// One streamed request for the pending samples.
     fn attempt(&mut self) -> Result<(), Failure> {
-        let url = self.shared.url("/chat/completions");
-        let mut req = self.shared.agent.post(&url).set("Content-Type", "application/json");
+        let url = self.shared.shown("/chat/completions");
+        let mut req = self.shared.agent.post(&self.shared.url("/chat/completions")).set("Content-Type", "application/json");
         if let Some(k) = &self.shared.config.api_key {
             req = req.set("Authorization", &format!("Bearer {k}"));
         }
@@ -411,13 +517,23 @@ impl Request {
         };
         let _ = self.tx.send(Next::Event(Event::Started { prompt_tokens: 0, queue_wait: self.started.elapsed() }));
         let mut samples: Vec<SampleStream> = self.pending.iter().map(|&i| SampleStream::new(i)).collect();
-        let reader = BufReader::new(response.into_reader());
+        let mut reader = BufReader::new(response.into_reader());
         let mut done = false;
-        for line in reader.lines() {
+        let (mut line, mut text_bytes) = (Vec::new(), 0usize);
+        let max_text = self.req.max_tokens.saturating_mul(MAX_BYTES_PER_TOKEN).saturating_mul(self.pending.len()).max(1 << 16);
+        loop {
             if self.cancelled() {
                 return Ok(());
             }
-            let line = line.map_err(|e| Failure::Transient { why: format!("{url}: stream broke: {e}"), retry_after: None })?;
+            match read_line_bounded(&mut reader, &mut line, MAX_LINE_BYTES) {
+                Ok(Some(())) => {}
+                Ok(None) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    return Err(Failure::Fatal(RemoteError::Protocol { url, detail: e.to_string() }))
+                }
+                Err(e) => return Err(Failure::Transient { why: format!("{url}: stream broke: {e}"), retry_after: None }),
+            }
+            let line = String::from_utf8_lossy(&line);
             let Some(data) = line.strip_prefix("data:").map(str::trim) else { continue };
             if data == "[DONE]" {
                 done = true;
@@ -427,6 +543,15 @@ impl Request {
                 .map_err(|e| Failure::Transient { why: format!("{url}: bad stream chunk: {e}"), retry_after: None })?;
             if let Some(err) = chunk.error {
                 return Err(Failure::Transient { why: format!("{url}: {err}"), retry_after: None });
+            }
+            text_bytes += chunk
+                .choices
+                .iter()
+                .map(|c| c.delta.content.as_ref().map_or(0, String::len) + c.delta.thinking().map_or(0, str::len))
+                .sum::<usize>();
+            if text_bytes > max_text {
+                let detail = format!("the reply runs past {max_text} bytes, more than {} tokens can hold", self.req.max_tokens);
+                return Err(Failure::Fatal(RemoteError::Protocol { url, detail }));
             }
             let usage_tokens = chunk.usage.map(|u| u.completion_tokens);
             for choice in chunk.choices {
@@ -616,5 +741,47 @@ mod tests {
             assert!(waits.iter().all(|w| *w <= cap));
             assert!(waits.windows(2).any(|w| w[0] != w[1]), "jittered");
         }
+    }
+
+    #[test]
+    fn urls_in_errors_hide_credentials() {
+        assert_eq!(redacted("https://alice:s3cret@gpu.example:8000/v1"), "https://***@gpu.example:8000/v1");
+        assert_eq!(redacted("http://gpu.example/v1?key=abc&x=1"), "http://gpu.example/v1?key=***&x=***");
+        assert_eq!(redacted("http://127.0.0.1:8000/v1"), "http://127.0.0.1:8000/v1");
+        assert_eq!(redacted("gpu.example/v1"), "gpu.example/v1");
+        // An @ in the path is not a user.
+        assert_eq!(redacted("http://h/v1/a@b"), "http://h/v1/a@b");
+    }
+
+    #[test]
+    fn a_key_over_plain_http_to_another_machine_is_warned_of() {
+        let with = |url: &str, key: Option<&str>| RemoteConfig { api_key: key.map(Into::into), ..RemoteConfig::new(url) };
+        let warned = key_in_clear(&with("http://user:pw@gpu.example:8000/v1", Some("k"))).unwrap();
+        assert!(warned.contains("http://***@gpu.example:8000/v1") && warned.contains("plain http"), "{warned}");
+        assert!(key_in_clear(&with("http://10.0.0.5/v1", Some("k"))).is_some());
+        for quiet in [
+            with("https://gpu.example/v1", Some("k")),
+            with("http://gpu.example/v1", None),
+            with("http://localhost:8000/v1", Some("k")),
+            with("http://127.0.0.1:8000/v1", Some("k")),
+            with("http://[::1]:8000/v1", Some("k")),
+        ] {
+            assert_eq!(key_in_clear(&quiet), None, "{}", quiet.base_url);
+        }
+    }
+
+    #[test]
+    fn stream_lines_are_bounded() {
+        let mut buf = Vec::new();
+        let mut r = std::io::Cursor::new(b"data: a\r\ndata: b\n\nlast".to_vec());
+        let mut lines = Vec::new();
+        while read_line_bounded(&mut r, &mut buf, 16).unwrap().is_some() {
+            lines.push(String::from_utf8(buf.clone()).unwrap());
+        }
+        assert_eq!(lines, ["data: a", "data: b", "", "last"]);
+        let mut long = std::io::Cursor::new(vec![b'x'; 100]);
+        let e = read_line_bounded(&mut long, &mut buf, 16).unwrap_err();
+        assert!(e.to_string().contains("longer than 16 bytes"), "{e}");
+        assert!(buf.len() <= 17, "read no further than the bound");
     }
 }
