@@ -26,7 +26,7 @@ fn preview_prints_what_the_window_shows_and_json_for_scripts() {
     let out = ponder().args(["preview", "--json"]).arg(&path).output().unwrap();
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((json["problem_count"].as_u64(), json["has_key"].as_bool()), (Some(2), Some(true)));
-    assert_eq!(json["suggested_samples"], 4);
+    assert_eq!((json["suggested_samples"].as_u64(), json["suggested_max_samples"].as_u64()), (Some(2), Some(8)));
     assert_eq!(json["warnings"][0]["code"], "duplicate_id");
     assert_eq!(json["more_warnings"], 0);
     let out = ponder().arg("preview").arg(d.path().join("missing.csv")).output().unwrap();

@@ -24,8 +24,11 @@ pub struct FilePreview {
     /// The first warnings (`reader::WARNINGS_KEPT`), and how many more there are.
     pub warnings: Vec<Warning>,
     pub more_warnings: usize,
-    /// Samples per problem to suggest: several to validate a key, one to just answer.
+    /// Samples per problem to start with: two to validate a key (with a budget, below), one to
+    /// just answer.
     pub suggested_samples: usize,
+    /// The sample budget to suggest (`JobOptions::suggested_budget`), if any.
+    pub suggested_max_samples: Option<usize>,
 }
 
 pub fn preview(path: &Path) -> Result<FilePreview, ReadError> {
@@ -36,7 +39,8 @@ pub fn preview(path: &Path) -> Result<FilePreview, ReadError> {
         format: p.format,
         encoding: p.encoding,
         problem_count: p.problems.len(),
-        suggested_samples: JobOptions::suggested_samples(p.has_key),
+        suggested_samples: JobOptions::suggested_budget(p.has_key).0,
+        suggested_max_samples: JobOptions::suggested_budget(p.has_key).1,
         problems: p.problems.into_iter().take(PREVIEW_PROBLEMS).collect(),
         has_key: p.has_key,
         columns: p.columns,

@@ -35,7 +35,10 @@ fn as_text(p: &FilePreview) -> String {
         let or_dash = |c: &Option<String>| c.clone().unwrap_or_else(|| "-".into());
         out.push_str(&format!("columns: question {q:?}, key {}, id {}\n", or_dash(&p.columns.key), or_dash(&p.columns.id)));
     }
-    out.push_str(&format!("samples per problem suggested: {}\n", p.suggested_samples));
+    match p.suggested_max_samples {
+        Some(max) => out.push_str(&format!("samples per problem suggested: {}, up to {max} while unsure\n", p.suggested_samples)),
+        None => out.push_str(&format!("samples per problem suggested: {}\n", p.suggested_samples)),
+    }
     for w in &p.warnings {
         out.push_str(&format!("{}:{}: warning: {}\n", p.path, w.line, w.message));
     }

@@ -16,11 +16,13 @@ pub struct Args {
     /// answer key, the report goes beside it as FILE's name with .report.md.
     #[arg(short, long)]
     output: Option<PathBuf>,
-    /// Samples per problem (default: 4 with an answer key, 1 without; 2 with --max-samples).
+    /// Samples per problem. Alone, a fixed count; with --max-samples, the first round
+    /// (default: 2 with an answer key, within a budget of 8; 1 without a key).
     #[arg(long)]
     samples: Option<usize>,
     /// A sample budget: each problem starts with --samples and draws two more at a time, up to
-    /// this many, while its verdict is unsure; samples that agree stop early.
+    /// this many, while its verdict is unsure; samples that agree stop early (default: 8 with
+    /// an answer key, unless --samples is given alone).
     #[arg(long, value_name = "N")]
     max_samples: Option<usize>,
     #[arg(long, default_value_t = ponder_engine::DEFAULT_MAX_TOKENS)]
@@ -75,14 +77,18 @@ pub fn run(args: Args, model: Option<PathBuf>, interrupted: JobControl) -> Resul
     for w in &preview.warnings {
         eprintln!("{}:{}: warning: {}", args.file.display(), w.line, w.message);
     }
-    let first_round = if args.max_samples.is_some() { 2 } else { JobOptions::suggested_samples(preview.has_key) };
-    let samples = args.samples.unwrap_or(first_round);
-    if let Some(max) = args.max_samples {
+    let (first_round, budget) = JobOptions::suggested_budget(preview.has_key);
+    let (samples, max_samples) = match (args.samples, args.max_samples) {
+        (None, None) => (first_round, budget),
+        (Some(n), None) => (n, None), // a fixed count, as asked
+        (n, Some(max)) => (n.unwrap_or(2.min(max)), Some(max)),
+    };
+    if let Some(max) = max_samples {
         anyhow::ensure!(max >= samples, "--max-samples {max} is below --samples {samples}");
     }
     let opts = JobOptions {
         samples,
-        max_samples: args.max_samples,
+        max_samples,
         max_tokens: args.max_tokens,
         thinking_budget: args.think_budget,
         temperature: args.temperature,
