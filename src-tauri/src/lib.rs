@@ -3,7 +3,7 @@
 
 mod core;
 
-use core::{chat, engine, files, jobs, model, remote, server, settings};
+use core::{chat, engine, files, jobs, model, notices, remote, server, settings};
 use std::sync::Arc;
 use tauri::{Emitter, Manager};
 
@@ -31,16 +31,23 @@ pub fn run() {
                     engine.load(info.path, &current);
                 }
             }
-            let chat_store = chat::store::ChatStore::open(&paths.chat_db())?;
+            // A store that cannot be used is moved aside and the user told; the app starts.
+            let notices = notices::Notices::default();
+            let (chat_store, moved) = chat::store::ChatStore::open_or_move_aside(&paths.chat_db())?;
+            let (jobs_state, moved_jobs) = jobs::JobsState::open(paths.jobs_db()).map_err(anyhow::Error::msg)?;
+            for m in moved.into_iter().chain(moved_jobs) {
+                notices.moved_aside(m);
+            }
             let api_server = server::ServerState::default();
-            api_server.apply(current.server_enabled, current.server_port, engine.clone());
+            api_server.apply(server::Wanted::of(&current), engine.clone());
             app.manage(settings);
             app.manage(engine);
             app.manage(api_server);
             app.manage(model::DownloadState::default());
             app.manage(files::FileGrants::default());
             app.manage(remote::RemoteState { secrets: Box::new(remote::OsKeyring) });
-            app.manage(Arc::new(jobs::JobsState::open(paths.jobs_db()).map_err(anyhow::Error::msg)?));
+            app.manage(Arc::new(jobs_state));
+            app.manage(notices);
             app.manage(Arc::new(chat::ChatState::new(chat_store)));
             Ok(())
         })
@@ -48,7 +55,7 @@ pub fn run() {
         // before the page hears of them.
         .on_window_event(|window, event| {
             if let tauri::WindowEvent::DragDrop(tauri::DragDropEvent::Drop { paths, .. }) = event {
-                window.state::<files::FileGrants>().grant(paths.iter().cloned());
+                window.state::<files::FileGrants>().grant(files::Access::Read, paths.iter().cloned());
                 let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
                 let _ = window.emit("ponder://files-dropped", shown);
             }
@@ -87,6 +94,7 @@ pub fn run() {
             jobs::commands::cancel_job,
             jobs::commands::delete_job,
             jobs::commands::export_job,
+            notices::commands::take_notices,
         ])
         .run(tauri::generate_context!())
         .expect("error while running the Ponder app");

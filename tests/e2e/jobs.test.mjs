@@ -3,6 +3,7 @@
 // 0.5B test model, and every problem gets a verdict. After a restart the job is still listed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,6 +34,8 @@ test('jobs: a dropped keyed CSV runs to completion and every problem gets a verd
     await app.chooseInDialog('Add question files…', csv);
     assert.match(await app.text('[data-testid=preview-facts]'), /3 problems · CSV · UTF-8\s*· answer key in “answer”/);
     await app.run(`const i = document.querySelector('[data-testid=opt-samples]'); i.value = '2'; i.dispatchEvent(new Event('input', { bubbles: true }));`);
+    // Two fixed samples each (no budget), so that the run's length is known.
+    await app.run(`const i = document.querySelector('[data-testid=opt-max-samples]'); i.value = ''; i.dispatchEvent(new Event('input', { bubbles: true }));`);
     await app.click('[data-testid=start-job]');
     await app.find('[data-testid=job]');
     await app.waitUntil(`return document.querySelector('[data-testid=job-state]')?.textContent === 'Done'`, 'the job to finish', 300000);
@@ -56,6 +59,84 @@ test('jobs: a dropped keyed CSV runs to completion and every problem gets a verd
     app = await launchApp(env);
     await app.click('[data-testid=tab-jobs]');
     assert.match(await app.text('[data-testid=job-item]'), /arithmetic\.csv\s*Done · 6\/6/);
+  } finally {
+    await app.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+/// Every stored sample as "problem:sample:answer", read with Python's sqlite3 (Node 20 has none)
+/// while the app is not running.
+function storedSamples(db) {
+  if (!fs.existsSync(db)) return [];
+  const script = `import sqlite3, sys, json
+try:
+    c = sqlite3.connect(sys.argv[1], timeout=5)
+    print(json.dumps([f"{p}:{s}:{a}" for p, s, a in c.execute("SELECT problem_idx, sample_idx, answer FROM samples ORDER BY 1, 2")]))
+except sqlite3.OperationalError as e:
+    print(e, file=sys.stderr)
+    print("[]")`;
+  const out = spawnSync('python3', ['-c', script, db]);
+  assert.equal(out.stderr.toString(), '', `reading ${db}`);
+  return JSON.parse(out.stdout.toString());
+}
+
+/// The pid of the app whose data folder is `dataDir` (WebKitWebDriver starts it; the test never
+/// sees its pid otherwise).
+function appPid(dataDir) {
+  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`).toString();
+      const env = fs.readFileSync(`/proc/${pid}/environ`).toString().split('\0');
+      if (cmd.includes('ponder-app') && env.includes(`PONDER_DATA_DIR=${dataDir}`)) return Number(pid);
+    } catch { /* gone, or not ours */ }
+  }
+  return null;
+}
+
+test('jobs: the app killed with SIGKILL mid-job resumes with no finished sample lost or repeated', async () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ponder-e2e-kill-'));
+  const csv = path.join(dataDir, 'sums.csv');
+  fs.writeFileSync(csv, 'question,answer\n' + [3, 5, 7, 9].map((n) => `What is ${n} + ${n}? Explain briefly.,${2 * n}`).join('\n') + '\n');
+  fs.writeFileSync(path.join(dataDir, 'settings.json'), JSON.stringify({
+    threads: 2, max_sequences: 2, context_size: 2048, temperature: 0, max_tokens: 96,
+  }));
+  const db = path.join(dataDir, 'jobs.sqlite');
+  const env = { PONDER_DATA_DIR: dataDir, PONDER_MODEL: small };
+  let app = await launchApp(env);
+  try {
+    await app.find('[data-testid=workbench]');
+    await app.click('[data-testid=tab-jobs]');
+    await app.click('[data-testid=add-files]');
+    await app.chooseInDialog('Add question files…', csv);
+    await app.find('[data-testid=preview-facts]');
+    await app.run(`const i = document.querySelector('[data-testid=opt-samples]'); i.value = '2'; i.dispatchEvent(new Event('input', { bubbles: true }));`);
+    await app.run(`const i = document.querySelector('[data-testid=opt-max-samples]'); i.value = ''; i.dispatchEvent(new Event('input', { bubbles: true }));`);
+    await app.click('[data-testid=start-job]');
+    await app.find('[data-testid=job]');
+    // Killed once the window says some samples are stored and others are not.
+    await app.waitUntil(`const m = document.querySelector('[data-testid=job-progress-text]')?.textContent.match(/^(\\d+) of 8/);
+      return m && Number(m[1]) >= 2`, 'two samples stored', 300_000);
+    const pid = appPid(dataDir);
+    assert.ok(pid, 'the app process');
+    process.kill(pid, 'SIGKILL');
+    await new Promise((r) => setTimeout(r, 500));
+    const before = storedSamples(db);
+    assert.ok(before.length >= 2 && before.length < 8, `${before.length} samples at the kill`);
+    await app.close();
+
+    app = await launchApp(env);
+    await app.click('[data-testid=tab-jobs]');
+    assert.match(await app.text('[data-testid=job-item]'), /sums\.csv\s*Paused/);
+    await app.click('[data-testid=job-item]');
+    await app.click('[data-testid=resume]');
+    await app.waitUntil(`return document.querySelector('[data-testid=job-state]')?.textContent === 'Done'`, 'the resumed job to finish', 300_000);
+    assert.equal(await app.text('[data-testid=job-progress-text]'), '8 of 8 samples');
+    await app.close();
+    const after = storedSamples(db);
+    assert.equal(after.length, 8, 'every sample of every problem');
+    assert.equal(new Set(after.map((s) => s.split(':').slice(0, 2).join(':'))).size, 8, 'none twice');
+    for (const s of before) assert.ok(after.includes(s), `sample ${s.split(':').slice(0, 2).join(':')} stored before the kill is unchanged`);
   } finally {
     await app.close();
     fs.rmSync(dataDir, { recursive: true, force: true });

@@ -140,6 +140,9 @@ impl From<RunError> for CommandError {
             RunError::Store(e) => e.into(),
             RunError::Backend(BackendError::Engine(e)) => e.into(),
             RunError::Backend(BackendError::Remote(e)) => e.into(),
+            RunError::Backend(BackendError::Generation(why)) => {
+                Self::new("job.interrupted", format!("the job is paused: generation failed: {why}"), &[("detail", why)])
+            }
             other => {
                 let message = other.to_string();
                 Self::new("job.failed", message.clone(), &[("detail", message)])

@@ -6,6 +6,7 @@ pub mod error;
 pub mod files;
 pub mod jobs;
 pub mod model;
+pub mod notices;
 pub mod paths;
 pub mod remote;
 pub mod server;

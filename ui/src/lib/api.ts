@@ -2,7 +2,7 @@
 // so tests can mock the IPC at a single seam. The types are generated from Rust's
 // (`bindings.ts`, `make bindings`), never written here.
 import { Channel, invoke } from '@tauri-apps/api/core';
-import type { ChatEvent, ChatMessage, Conversation, DownloadEvent, EngineStatus, ExportFormat, FilePreview, JobOptions,
+import type { ChatEvent, ChatMessage, CommandError, Conversation, DownloadEvent, EngineStatus, ExportFormat, FilePreview, JobOptions,
   JobSummary, JobTable, JobUiEvent, ModelStatus, SampleRow, Sent, ServerStatus, Settings, RunOn } from './bindings';
 
 export type * from './bindings';
@@ -99,6 +99,11 @@ export const jobs = {
 };
 
 // ---- Remote engine ----
+
+/** What the app has to say about its launch (a store moved aside), each once. */
+export function takeNotices() {
+  return invoke<CommandError[]>('take_notices');
+}
 
 export const remote = {
   keyStored: () => invoke<boolean>('remote_key_stored'),

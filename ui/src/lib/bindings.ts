@@ -47,6 +47,10 @@ context_size: number, temperature: number, top_p: number, max_tokens: number,
  */
 thinking_budget: number | null, server_enabled: boolean, server_port: number, 
 /**
+ * A key the local API server asks for (`Authorization: Bearer …`); `None` asks none.
+ */
+server_api_key: string | null, 
+/**
  * A remote OpenAI-compatible server for big jobs (its API root, e.g.
  * `http://gpu-box:8000/v1`); its key lives in the OS keyring, never here.
  */
@@ -122,9 +126,14 @@ problems: Array<Problem>, has_key: boolean, columns: Columns,
  */
 warnings: Array<Warning>, more_warnings: number, 
 /**
- * Samples per problem to suggest: several to validate a key, one to just answer.
+ * Samples per problem to start with: two to validate a key (with a budget, below), one to
+ * just answer.
  */
-suggested_samples: number, };
+suggested_samples: number, 
+/**
+ * The sample budget to suggest (`JobOptions::suggested_budget`), if any.
+ */
+suggested_max_samples: number | null, };
 
 export type JobOptions = { 
 /**

@@ -5,6 +5,8 @@ import type { CommandError, Language, Warning } from './api';
 
 const en = {
   'app.loading': 'Loading…',
+  'app.dismiss': 'Dismiss',
+  'error.store.moved_aside': '{path} could not be used ({why}). It was kept as {moved_to}, and Ponder started with a fresh one.',
   'nav.chat': 'Chat',
   'nav.settings': 'Settings',
 
@@ -166,6 +168,9 @@ const en = {
   'settings.server': 'Local API server',
   'settings.serverEnabled': 'Serve an OpenAI-compatible API on this computer',
   'settings.serverPort': 'Port',
+  'settings.serverKey': 'API key (optional)',
+  'settings.serverKeyNone': 'none: any program on this computer may use it',
+  'settings.serverKeyHint': 'Clients then send it as Authorization: Bearer <key>',
   'settings.serverOn': 'Serving at {url}',
   'settings.serverStarting': 'Starting…',
   'settings.serverFailed': 'Not running: {error}',
@@ -221,8 +226,10 @@ const en = {
   'error.remote.protocol': '{url}: unexpected answer: {detail}',
   'error.remote.refused': 'HTTP {status} from {url}: {detail}',
   'error.job.failed': 'The job stopped: {detail}',
+  'error.job.interrupted': 'The job paused because a sample failed: {detail}. Nothing finished is lost; resume to run the rest.',
   'error.files.not_found': '{path}: no such file or folder',
   'error.files.not_granted': '{path}: Ponder may only open files you drop on its window or pick',
+  'error.files.not_granted_write': '{path}: Ponder may only write where you chose to save',
   'error.engine.no_model': 'No model is loaded.',
   'error.download.busy': 'The model is already downloading.',
   'error.jobs.samples': 'Samples per problem must be between 1 and 64.',
@@ -261,12 +268,15 @@ const en = {
   'jobs.finish.length': 'cut off at the length limit',
   'jobs.finish.repetition': 'stopped repeating itself',
   'jobs.finish.cancelled': 'cancelled',
+  'jobs.finish.refused': 'refused: {why}',
 };
 
 export type MessageKey = keyof typeof en;
 
 const zh: Record<MessageKey, string> = {
   'app.loading': '加载中…',
+  'app.dismiss': '关闭',
+  'error.store.moved_aside': '{path} 无法使用（{why}）。原文件已保留为 {moved_to}，Ponder 已用新文件启动。',
   'nav.chat': '对话',
   'nav.settings': '设置',
 
@@ -428,6 +438,9 @@ const zh: Record<MessageKey, string> = {
   'settings.server': '本地 API 服务',
   'settings.serverEnabled': '在本机提供兼容 OpenAI 的 API',
   'settings.serverPort': '端口',
+  'settings.serverKey': 'API 密钥（可选）',
+  'settings.serverKeyNone': '无：本机任何程序都可使用',
+  'settings.serverKeyHint': '客户端以 Authorization: Bearer <密钥> 发送',
   'settings.serverOn': '正在 {url} 提供服务',
   'settings.serverStarting': '正在启动…',
   'settings.serverFailed': '未运行：{error}',
@@ -483,8 +496,10 @@ const zh: Record<MessageKey, string> = {
   'error.remote.protocol': '{url}：意外的应答：{detail}',
   'error.remote.refused': '{url} 返回 HTTP {status}：{detail}',
   'error.job.failed': '任务已停止：{detail}',
+  'error.job.interrupted': '有一个样本失败，任务已暂停：{detail}。已完成的部分不会丢失；继续即可运行其余部分。',
   'error.files.not_found': '{path}：没有这个文件或文件夹',
   'error.files.not_granted': '{path}：Ponder 只能打开你拖到窗口上或选择的文件',
+  'error.files.not_granted_write': '{path}：Ponder 只能写入你选择保存的位置',
   'error.engine.no_model': '还没有加载模型。',
   'error.download.busy': '模型已在下载中。',
   'error.jobs.samples': '每题采样数必须在 1 到 64 之间。',
@@ -521,6 +536,7 @@ const zh: Record<MessageKey, string> = {
   'jobs.finish.length': '达到长度上限被截断',
   'jobs.finish.repetition': '因重复而停止',
   'jobs.finish.cancelled': '已取消',
+  'jobs.finish.refused': '被拒绝：{why}',
 };
 
 export const dictionaries: Record<Language, Record<MessageKey, string>> = { en, 'zh-CN': zh };
@@ -556,6 +572,9 @@ export function warningText(w: Warning): string {
 
 /** How a job's sample ended, in the current language; an error's own text shows as it is. */
 export function finishText(reason: string): string {
+  // A problem the backend turned down: "refused: <why>" (REFUSED_PREFIX in report.rs).
+  const refused = /^refused: (.*)$/s.exec(reason);
+  if (refused) return t('jobs.finish.refused', { why: refused[1] });
   return `jobs.finish.${reason}` in en ? t(`jobs.finish.${reason}` as MessageKey) : reason;
 }
 

@@ -63,7 +63,9 @@ describe('i18n', () => {
     expect(warningText(dup)).toBe('编号“3”重复（首次出现在第 4 行），已改为“3-2”');
     expect(finishText('length')).toBe('达到长度上限被截断');
     expect(finishText('error: the engine stopped')).toBe('error: the engine stopped');
+    expect(finishText('refused: request too long')).toBe('被拒绝：request too long');
     setLanguage('en');
+    expect(finishText('refused: HTTP 400 from http://gpu/v1')).toBe('refused: HTTP 400 from http://gpu/v1');
     expect(warningText(dup)).toBe('duplicate id “3” (first at line 4); renamed to “3-2”');
   });
 });

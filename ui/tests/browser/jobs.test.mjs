@@ -17,7 +17,7 @@ const mocks = {
     // As Rust sends a CommandError: a code the window translates, and its values.
     if (path.endsWith('.pdf')) throw { code: 'read.unknown_format', params: { path: 'notes.pdf', extensions: '.txt, .md, .csv, .tsv, .jsonl, .json or .xlsx' },
       message: 'notes.pdf: unsupported file type (use .txt, .md, .csv, .tsv, .jsonl, .json or .xlsx)' };
-    return { path, name: 'algebra.csv', format: 'csv', encoding: 'UTF-8', problem_count: 3, has_key: true, suggested_samples: 4,
+    return { path, name: 'algebra.csv', format: 'csv', encoding: 'UTF-8', problem_count: 3, has_key: true, suggested_samples: 2, suggested_max_samples: 8,
       columns: { question: 'question', key: 'answer', id: null, extra: [] },
       warnings: [{ line: 5, code: 'empty_question', params: {}, message: 'empty question; row skipped' },
         { line: 0, code: 'uncertain_encoding', params: { confidence: '40%' }, message: '' }], more_warnings: 2,
@@ -95,7 +95,9 @@ test('jobs: dropped files are previewed, run with live progress, and reported wi
     '… and 2 more warnings',
   ]);
   assert.match(await page.getByTestId('preview-error').textContent(), /notes\.pdf: unsupported file type/);
-  assert.equal(await page.getByTestId('opt-samples').inputValue(), '4');
+  // A file with a key starts with the suggested budget: two samples, up to eight while unsure.
+  assert.equal(await page.getByTestId('opt-samples').inputValue(), '2');
+  assert.equal(await page.getByTestId('opt-max-samples').inputValue(), '8');
   await page.getByTestId('opt-samples').fill('2');
   await page.getByTestId('opt-budget').fill('300');
   await page.getByTestId('opt-max-samples').fill('6');
@@ -154,9 +156,10 @@ test('remote engine: set up in settings with the key sent to the keyring, chosen
     ...mocks,
     get_settings: () => window.__settings ?? { ...window.__defaults },
     save_settings: ({ settings }) => (window.__settings = settings),
-    remote_key_stored: () => !!window.__key,
-    set_remote_key: ({ key }) => { window.__key = key; },
-    check_remote: () => { if (window.__key !== 'sk-test') throw 'http://gpu:8000/v1/models: the server refused the API key (401); check --api-key'; return 'deepseek-r1'; },
+    // As the app does: a key is kept with the address it was entered for.
+    remote_key_stored: () => !!window.__key && window.__key.url === window.__settings?.remote_url,
+    set_remote_key: ({ key }) => { window.__key = key ? { key, url: window.__settings?.remote_url } : null; },
+    check_remote: () => { if (window.__key?.key !== 'sk-test' || window.__key.url !== window.__settings?.remote_url) throw 'http://gpu:8000/v1/models: the server refused the API key (401); check --api-key'; return 'deepseek-r1'; },
     run_job: ({ on, onEvent }) => {
       window.__ranOn = on;
       setTimeout(() => window.__emit(onEvent, { event: 'waiting', reason: 'connection refused' }), 50);
@@ -170,7 +173,7 @@ test('remote engine: set up in settings with the key sent to the keyring, chosen
   await page.getByTestId('remote-key').fill('sk-test');
   await page.getByTestId('save-settings').click();
   await page.getByTestId('remote-key-remove').waitFor();
-  assert.equal(await page.evaluate(() => window.__key), 'sk-test');
+  assert.equal(await page.evaluate(() => window.__key.key), 'sk-test');
   assert.equal(await page.getByTestId('remote-key').inputValue(), '', 'the key is not kept in the page');
   const saved = await page.evaluate(() => window.__settings);
   assert.equal(saved.remote_url, 'http://gpu:8000/v1');
@@ -178,6 +181,13 @@ test('remote engine: set up in settings with the key sent to the keyring, chosen
   assert.ok(!JSON.stringify(saved).includes('sk-test'), 'the key is not in the settings');
   await page.getByTestId('remote-check').click();
   assert.equal(await page.getByTestId('remote-check-result').textContent(), 'Connected: jobs will use deepseek-r1.');
+  // A new address asks for the key again: the stored one was entered for the old address.
+  await page.getByTestId('remote-url').fill('http://other:8000/v1');
+  await page.getByTestId('save-settings').click();
+  await page.waitForFunction(() => !document.querySelector('[data-testid=remote-key-remove]'));
+  await page.getByTestId('remote-url').fill('http://gpu:8000/v1');
+  await page.getByTestId('save-settings').click();
+  await page.getByTestId('remote-key-remove').waitFor();
   await page.getByTestId('remote-key-remove').click();
   await page.getByTestId('remote-check').click();
   await page.waitForFunction(() => document.querySelector('[data-testid=remote-check-result]')?.textContent.includes('401'));

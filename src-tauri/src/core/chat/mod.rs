@@ -314,7 +314,7 @@ mod tests {
         };
         let engine = Arc::new(EngineState::default());
         engine.load(r1_model(), &settings);
-        let chat = Arc::new(ChatState::new(ChatStore::open(&dir.path().join("chat.sqlite")).unwrap()));
+        let chat = Arc::new(ChatState::new(ChatStore::open_or_move_aside(&dir.path().join("chat.sqlite")).unwrap().0));
         let conv = chat.store.lock().unwrap().create(store::UNTITLED).unwrap();
         chat.store.lock().unwrap().add(conv.id, Role::User, "What is 2 + 3?").unwrap();
 

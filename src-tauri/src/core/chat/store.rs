@@ -1,5 +1,6 @@
 //! Conversations and their messages, in SQLite in the app data folder.
 
+use ponder_jobs::schema::{MovedAside, Schema, SchemaError};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -50,6 +51,8 @@ pub struct ChatMessage {
 pub enum ChatStoreError {
     #[error("chat database: {0}")]
     Sql(#[from] rusqlite::Error),
+    #[error("chat database: {0}")]
+    Schema(#[from] SchemaError),
     #[error("no conversation {0}")]
     NoConversation(i64),
     #[error("no message {0}")]
@@ -62,6 +65,31 @@ pub struct ChatStore {
     db: Connection,
 }
 
+/// The chat history's schema, version by version (see `ponder_jobs::schema`).
+const SCHEMA: Schema = Schema {
+    name: "chat history",
+    application_id: 0x504f_4e43, // "PONC"
+    marker_table: "conversations",
+    migrations: &[
+        // 1: the schema as it was before versions (a no-op on such files).
+        "CREATE TABLE IF NOT EXISTS conversations (
+            id INTEGER PRIMARY KEY,
+            title TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL);
+         CREATE TABLE IF NOT EXISTS messages (
+            id INTEGER PRIMARY KEY,
+            conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            thinking TEXT NOT NULL DEFAULT '',
+            finish_reason TEXT,
+            stats TEXT,
+            created_at INTEGER NOT NULL);
+         CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id);",
+    ],
+};
+
 pub const UNTITLED: &str = "";
 
 fn now() -> i64 {
@@ -69,27 +97,17 @@ fn now() -> i64 {
 }
 
 impl ChatStore {
-    pub fn open(path: &Path) -> Result<Self> {
-        let db = Connection::open(path)?;
+    /// Opens (or creates) the history and brings its schema up to date. A file it cannot use
+    /// is moved aside (and said so), and the app starts with an empty history instead of not
+    /// starting.
+    pub fn open_or_move_aside(path: &Path) -> Result<(Self, Option<MovedAside>)> {
+        let (db, moved) = SCHEMA.open_or_move_aside(path)?;
+        Ok((Self::configure(db)?, moved))
+    }
+
+    fn configure(db: Connection) -> Result<Self> {
         db.pragma_update(None, "journal_mode", "WAL")?;
         db.pragma_update(None, "foreign_keys", true)?;
-        db.execute_batch(
-            "CREATE TABLE IF NOT EXISTS conversations (
-                id INTEGER PRIMARY KEY,
-                title TEXT NOT NULL,
-                created_at INTEGER NOT NULL,
-                updated_at INTEGER NOT NULL);
-             CREATE TABLE IF NOT EXISTS messages (
-                id INTEGER PRIMARY KEY,
-                conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-                role TEXT NOT NULL,
-                content TEXT NOT NULL,
-                thinking TEXT NOT NULL DEFAULT '',
-                finish_reason TEXT,
-                stats TEXT,
-                created_at INTEGER NOT NULL);
-             CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id);",
-        )?;
         Ok(Self { db })
     }
 
@@ -251,7 +269,7 @@ mod tests {
 
     fn store() -> (tempfile::TempDir, ChatStore) {
         let dir = tempfile::tempdir().unwrap();
-        let s = ChatStore::open(&dir.path().join("chat.sqlite")).unwrap();
+        let s = ChatStore::open_or_move_aside(&dir.path().join("chat.sqlite")).unwrap().0;
         (dir, s)
     }
 

@@ -1,12 +1,12 @@
 //! Dialogs opened from Rust, so that what the user picks is granted here (the page never gets
 //! a dialog of its own).
-use super::FileGrants;
+use super::{Access, FileGrants};
 use tauri::{AppHandle, State};
 use tauri_plugin_dialog::DialogExt;
 
-fn grant_all(grants: &FileGrants, picked: Vec<tauri_plugin_dialog::FilePath>) -> Vec<String> {
+fn grant_all(grants: &FileGrants, access: Access, picked: Vec<tauri_plugin_dialog::FilePath>) -> Vec<String> {
     let paths: Vec<_> = picked.into_iter().filter_map(|p| p.into_path().ok()).collect();
-    grants.grant(paths.clone());
+    grants.grant(access, paths.clone());
     paths.into_iter().map(|p| p.display().to_string()).collect()
 }
 
@@ -20,7 +20,7 @@ pub fn pick_question_files(app: AppHandle, grants: State<'_, FileGrants>, title:
         .add_filter(filter, &ponder_jobs::reader::Format::all_extensions().collect::<Vec<_>>())
         .blocking_pick_files()
         .unwrap_or_default();
-    grant_all(&grants, picked)
+    grant_all(&grants, Access::Read, picked)
 }
 
 /// A GGUF file, or a model folder.
@@ -28,7 +28,7 @@ pub fn pick_question_files(app: AppHandle, grants: State<'_, FileGrants>, title:
 pub fn pick_model(app: AppHandle, grants: State<'_, FileGrants>, folder: bool, title: String) -> Option<String> {
     let dialog = app.dialog().file().set_title(title);
     let picked = if folder { dialog.blocking_pick_folder() } else { dialog.add_filter("GGUF", &["gguf"]).blocking_pick_file() };
-    grant_all(&grants, picked.into_iter().collect()).pop()
+    grant_all(&grants, Access::Read, picked.into_iter().collect()).pop()
 }
 
 /// Where to save an export.
@@ -47,5 +47,5 @@ pub fn pick_save_path(
         .set_file_name(file_name)
         .add_filter(extension.to_uppercase(), &[extension.as_str()])
         .blocking_save_file();
-    grant_all(&grants, picked.into_iter().collect()).pop()
+    grant_all(&grants, Access::Write, picked.into_iter().collect()).pop()
 }

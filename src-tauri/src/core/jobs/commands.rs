@@ -2,7 +2,7 @@
 use super::{ExportFormat, FilePreview, JobTable, JobUiEvent, JobsState, Target};
 use crate::core::engine::EngineState;
 use crate::core::error::CommandError;
-use crate::core::files::FileGrants;
+use crate::core::files::{Access, FileGrants};
 use crate::core::remote::RemoteState;
 use crate::core::settings::SettingsState;
 use ponder_jobs::store::{JobSummary, SampleRow};
@@ -15,7 +15,7 @@ type Jobs<'a> = State<'a, Arc<JobsState>>;
 
 #[tauri::command(async)]
 pub fn preview_file(grants: State<'_, FileGrants>, path: String) -> Result<FilePreview, CommandError> {
-    super::preview(&grants.check(&path)?)
+    super::preview(&grants.check(&path, Access::Read)?)
 }
 
 #[tauri::command(async)]
@@ -25,7 +25,7 @@ pub fn create_job(
     path: String,
     options: JobOptions,
 ) -> Result<JobSummary, CommandError> {
-    jobs.create(&grants.check(&path)?, &options)
+    jobs.create(&grants.check(&path, Access::Read)?, &options)
 }
 
 #[tauri::command]
@@ -98,5 +98,5 @@ pub fn export_job(
     format: ExportFormat,
     path: String,
 ) -> Result<(), CommandError> {
-    jobs.export(id, format, &grants.check(&path)?)
+    jobs.export(id, format, &grants.check(&path, Access::Write)?)
 }

@@ -11,6 +11,7 @@ use ponder_jobs::remote::{RemoteBackend, RemoteConfig};
 pub use ponder_jobs::report::ExportFormat;
 use ponder_jobs::report::{self, ProblemStatus, VerdictCounts};
 use ponder_jobs::runner::{run_job, JobControl, JobEvent};
+use ponder_jobs::schema::MovedAside;
 use ponder_jobs::store::{JobSummary, SampleRow};
 use ponder_jobs::{JobId, JobOptions, JobState, Store};
 use serde::Serialize;
@@ -111,16 +112,17 @@ pub struct JobsState {
 }
 
 impl JobsState {
-    /// Opens the job store; jobs that were running when the app last stopped become paused,
-    /// to be resumed when the user asks.
-    pub fn open(db_path: PathBuf) -> Result<Self, String> {
-        let store = Store::open(&db_path).map_err(|e| format!("{}: {e}", db_path.display()))?;
+    /// Opens the job store (a file it cannot use is moved aside: see the second value); jobs
+    /// that were running when the app last stopped become paused, to be resumed when the user
+    /// asks.
+    pub fn open(db_path: PathBuf) -> Result<(Self, Option<MovedAside>), String> {
+        let (store, moved) = Store::open_or_move_aside(&db_path).map_err(|e| format!("{}: {e}", db_path.display()))?;
         for job in store.jobs().map_err(|e| e.to_string())? {
             if matches!(job.state, JobState::Running | JobState::Queued) && job.samples_done < job.samples_total {
                 let _ = store.set_state(job.id, JobState::Paused);
             }
         }
-        Ok(Self { db_path, store: Mutex::new(store), running: Mutex::new(HashMap::new()) })
+        Ok((Self { db_path, store: Mutex::new(store), running: Mutex::new(HashMap::new()) }, moved))
     }
 
     /// Reads the file again (what the preview showed may have changed) and stores a new job.
@@ -291,7 +293,7 @@ mod tests {
         let csv = dir.path().join("set.csv");
         std::fs::write(&csv, "question,answer\nWhat is 2 + 2?,4\nWhat is 3 * 3?,9\nWhat is 10 - 7?,3\n").unwrap();
         let p = preview(&csv).unwrap();
-        assert_eq!((p.problem_count, p.has_key, p.suggested_samples), (3, true, 4));
+        assert_eq!((p.problem_count, p.has_key, p.suggested_samples, p.suggested_max_samples), (3, true, 2, Some(8)));
         assert_eq!(p.columns.key.as_deref(), Some("answer"));
         let missing = preview(&dir.path().join("missing.csv")).unwrap_err();
         assert_eq!(missing.code, "read.io");
@@ -300,7 +302,7 @@ mod tests {
         let settings = Settings { max_sequences: 4, context_size: 2048, ..Settings::default() };
         let engine = Arc::new(EngineState::default());
         engine.load(small_model(), &settings);
-        let jobs = Arc::new(JobsState::open(dir.path().join("jobs.sqlite")).unwrap());
+        let jobs = Arc::new(JobsState::open(dir.path().join("jobs.sqlite")).unwrap().0);
         let options = JobOptions { samples: 2, max_tokens: 40, temperature: 0.0, math_instruction: true, ..Default::default() };
         assert!(jobs.create(&csv, &JobOptions { samples: 0, ..options.clone() }).unwrap_err().message.contains("samples"));
         let job = jobs.create(&csv, &options).unwrap();
@@ -325,7 +327,7 @@ mod tests {
 
         // Reopening the store (an app restart) keeps the job paused; resume runs the rest.
         drop(jobs);
-        let jobs = Arc::new(JobsState::open(dir.path().join("jobs.sqlite")).unwrap());
+        let jobs = Arc::new(JobsState::open(dir.path().join("jobs.sqlite")).unwrap().0);
         let (tx, rx) = mpsc::channel();
         jobs.run(job.id, local(&engine), tx).unwrap();
         // A second window attaches to the same run.
@@ -382,7 +384,7 @@ mod tests {
         engine.load(small_model(), &Settings { max_sequences: 4, context_size: 2048, ..Settings::default() });
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let server = ServerState::default();
-        server.apply(true, port, engine);
+        server.apply(Some(crate::core::server::Wanted { port, api_key: None }), engine);
         let deadline = std::time::Instant::now() + Duration::from_secs(120);
         while !matches!(server.status(), ServerStatus::On { .. }) {
             assert!(std::time::Instant::now() < deadline, "{:?}", server.status());
@@ -391,7 +393,7 @@ mod tests {
 
         let remote = RemoteState { secrets: Box::new(MemoryStore::default()) };
         let settings = Settings { remote_url: Some(format!("http://127.0.0.1:{port}/v1")), ..Settings::default() };
-        let jobs = Arc::new(JobsState::open(dir.path().join("jobs.sqlite")).unwrap());
+        let jobs = Arc::new(JobsState::open(dir.path().join("jobs.sqlite")).unwrap().0);
         let job = jobs.create(&csv, &JobOptions { samples: 2, max_tokens: 40, temperature: 0.0, ..Default::default() }).unwrap();
         let (tx, rx) = mpsc::channel();
         jobs.run(job.id, Target::Remote(remote.config(&settings).unwrap().unwrap()), tx).unwrap();

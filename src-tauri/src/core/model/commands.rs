@@ -1,7 +1,7 @@
 use super::{DownloadEvent, DownloadState, ModelStatus};
 use crate::core::engine::EngineState;
 use crate::core::error::CommandError;
-use crate::core::files::FileGrants;
+use crate::core::files::{Access, FileGrants};
 use crate::core::server::ServerState;
 use crate::core::settings::SettingsState;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,7 +25,7 @@ pub fn open_model(
     grants: State<'_, FileGrants>,
     path: String,
 ) -> Result<ModelStatus, CommandError> {
-    let path = grants.check(&path)?;
+    let path = grants.check(&path, Access::Read)?;
     let info = ponder_engine::loader::inspect(&path)?;
     let current = settings.get();
     // Remembered once it has loaded: a model that fails (or takes the app down) is not the one
@@ -37,7 +37,7 @@ pub fn open_model(
             tracing::error!("the loaded model could not be remembered: {}", e.message);
         }
     });
-    server.apply(current.server_enabled, current.server_port, engine.inner().clone());
+    server.follow_model(engine.inner().clone());
     Ok(ModelStatus::Ready { info })
 }
 
@@ -93,7 +93,7 @@ pub fn download_default_model(
             let _ = on_event.send(DownloadEvent::Finished { path: path.display().to_string() });
             let saved = settings.update(|s| s.model_path = None)?;
             engine.load(path, &saved);
-            server.apply(saved.server_enabled, saved.server_port, engine.inner().clone());
+            server.follow_model(engine.inner().clone());
             Ok(super::status(&saved))
         }
         Err(e) => {

@@ -4,15 +4,22 @@ use crate::core::settings::SettingsState;
 use ponder_jobs::remote::RemoteBackend;
 use tauri::State;
 
-/// Whether a key is stored (the key itself never goes back to the window).
+/// Whether a key is stored for the saved address (the key itself never goes back to the
+/// window).
 #[tauri::command]
-pub fn remote_key_stored(remote: State<'_, RemoteState>) -> Result<bool, String> {
-    Ok(remote.secrets.get()?.is_some())
+pub fn remote_key_stored(remote: State<'_, RemoteState>, settings: State<'_, SettingsState>) -> Result<bool, String> {
+    let url = settings.get().remote_url.unwrap_or_default();
+    Ok(remote.key_for(&url)?.is_some())
 }
 
+/// Stores the key for the saved address: it is sent only there.
 #[tauri::command]
-pub fn set_remote_key(remote: State<'_, RemoteState>, key: Option<String>) -> Result<(), String> {
-    remote.set_key(key.as_deref())
+pub fn set_remote_key(
+    remote: State<'_, RemoteState>,
+    settings: State<'_, SettingsState>,
+    key: Option<String>,
+) -> Result<(), String> {
+    remote.set_key(key.as_deref(), &settings.get())
 }
 
 /// Asks the remote engine for its models with the saved address and key; returns the model

@@ -1,5 +1,9 @@
 //! The remote engine for big jobs: its address in the settings, its API key in the OS keyring
 //! (Secret Service on Linux, Keychain on macOS, Credential Manager on Windows), never in a file.
+//!
+//! The key is kept with the address it was entered for and only ever sent there. Changing the
+//! address in the settings leaves the key unused until it is entered again, so that a page
+//! that can change settings still cannot send the key to a server of its choosing.
 pub mod commands;
 
 use crate::core::settings::Settings;
@@ -49,10 +53,41 @@ pub struct RemoteState {
     pub secrets: Box<dyn SecretStore>,
 }
 
+/// What the keyring holds: the key and the address it was entered for.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct BoundKey {
+    url: String,
+    key: String,
+}
+
+/// An address as the settings hold it, for comparing (spaces and a trailing `/` aside).
+fn address(url: &str) -> &str {
+    url.trim().trim_end_matches('/')
+}
+
 impl RemoteState {
-    /// Stores a key (trimmed; empty removes it).
-    pub fn set_key(&self, key: Option<&str>) -> Result<(), String> {
-        self.secrets.set(key.map(str::trim).filter(|k| !k.is_empty()))
+    /// Stores a key (trimmed; empty removes it) for the address in `settings`; with no address
+    /// there is nothing to bind it to, and it is removed.
+    pub fn set_key(&self, key: Option<&str>, settings: &Settings) -> Result<(), String> {
+        let key = key.map(str::trim).filter(|k| !k.is_empty());
+        match (key, settings.remote_url.as_deref().map(address).filter(|u| !u.is_empty())) {
+            (Some(key), Some(url)) => {
+                let bound = serde_json::to_string(&BoundKey { url: url.into(), key: key.into() }).map_err(|e| e.to_string())?;
+                self.secrets.set(Some(&bound))
+            }
+            _ => self.secrets.set(None),
+        }
+    }
+
+    /// The stored key, if it was entered for this address. A key stored for another address
+    /// (or by a version that kept it unbound) is not given out.
+    pub fn key_for(&self, url: &str) -> Result<Option<String>, String> {
+        Ok(self
+            .secrets
+            .get()?
+            .and_then(|s| serde_json::from_str::<BoundKey>(&s).ok())
+            .filter(|b| address(&b.url) == address(url))
+            .map(|b| b.key))
     }
 
     /// How to reach the remote engine, if one is set up.
@@ -60,8 +95,8 @@ impl RemoteState {
         let Some(url) = settings.remote_url.clone().filter(|u| !u.trim().is_empty()) else { return Ok(None) };
         Ok(Some(RemoteConfig {
             model: settings.remote_model.clone().filter(|m| !m.trim().is_empty()),
-            api_key: self.secrets.get()?,
-            ..RemoteConfig::new(url.trim())
+            api_key: self.key_for(&url)?,
+            ..RemoteConfig::new(address(&url))
         }))
     }
 }
@@ -90,14 +125,35 @@ pub mod tests {
         let remote = RemoteState { secrets: Box::new(MemoryStore::default()) };
         let settings =
             Settings { remote_url: Some(" http://gpu:8000/v1 ".into()), remote_model: Some(" ".into()), ..Settings::default() };
-        remote.set_key(Some("  sk-123  ")).unwrap();
+        remote.set_key(Some("  sk-123  "), &settings).unwrap();
         let c = remote.config(&settings).unwrap().unwrap();
         assert_eq!((c.base_url.as_str(), c.model, c.api_key.as_deref()), ("http://gpu:8000/v1", None, Some("sk-123")));
-        remote.set_key(Some("")).unwrap();
+        let slash = Settings { remote_url: Some("http://gpu:8000/v1/".into()), ..Settings::default() };
+        assert_eq!(remote.config(&slash).unwrap().unwrap().api_key.as_deref(), Some("sk-123"), "the same address");
+        remote.set_key(Some(""), &settings).unwrap();
         assert_eq!(remote.config(&settings).unwrap().unwrap().api_key, None);
         assert!(remote.config(&Settings::default()).unwrap().is_none());
         let bad = Settings { remote_url: Some("gpu:8000".into()), ..Settings::default() };
         assert_eq!(bad.validate().unwrap_err().code, "settings.remote_url");
+    }
+
+    #[test]
+    fn the_key_goes_only_to_the_address_it_was_entered_for() {
+        let remote = RemoteState { secrets: Box::new(MemoryStore::default()) };
+        let gpu = Settings { remote_url: Some("https://gpu.lab:8000/v1".into()), ..Settings::default() };
+        remote.set_key(Some("sk-lab"), &gpu).unwrap();
+        // The address changed (by the user, or by a script in the page): no key goes there.
+        let elsewhere = Settings { remote_url: Some("https://collector.example/v1".into()), ..Settings::default() };
+        assert_eq!(remote.config(&elsewhere).unwrap().unwrap().api_key, None);
+        assert_eq!(remote.key_for("https://collector.example/v1").unwrap(), None);
+        // Back to the address it was entered for, it is used again.
+        assert_eq!(remote.config(&gpu).unwrap().unwrap().api_key.as_deref(), Some("sk-lab"));
+        // A key stored unbound (before keys were bound) is not given out either.
+        remote.secrets.set(Some("sk-old")).unwrap();
+        assert_eq!(remote.key_for("https://gpu.lab:8000/v1").unwrap(), None);
+        // No address: nothing to bind a key to.
+        remote.set_key(Some("sk"), &Settings::default()).unwrap();
+        assert_eq!(remote.secrets.get().unwrap(), None);
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! The opt-in local API server (the same one as `ponder serve`), started and stopped from the
-//! settings. It listens on loopback only, so it needs no key.
+//! settings. It listens on loopback only; an API key is optional (the settings show it, for the
+//! tools that will send it). It serves the model the app has loaded: a switch of model
+//! restarts it on the new one, and the old model is let go.
 pub mod commands;
 
 use crate::core::engine::EngineState;
@@ -32,17 +34,22 @@ fn server_failed(e: impl std::fmt::Display) -> CommandError {
     CommandError::coded("server.failed", format!("the local API server stopped: {e}"), &[("detail", e.to_string())])
 }
 
-impl ServerStatus {
-    fn port(&self) -> Option<u16> {
-        match self {
-            ServerStatus::Off => None,
-            ServerStatus::Starting { port } | ServerStatus::On { port, .. } | ServerStatus::Failed { port, .. } => Some(*port),
-        }
+/// How the user wants the server, when on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wanted {
+    pub port: u16,
+    pub api_key: Option<String>,
+}
+
+impl Wanted {
+    pub fn of(settings: &crate::core::settings::Settings) -> Option<Self> {
+        settings.server_enabled.then(|| Self { port: settings.server_port, api_key: settings.server_api_key.clone() })
     }
 }
 
 struct Inner {
     status: ServerStatus,
+    wanted: Option<Wanted>,
     /// Which start the status belongs to: a stopped or replaced server's task must not
     /// overwrite its successor's status.
     generation: u64,
@@ -54,7 +61,7 @@ pub struct ServerState(Arc<Mutex<Inner>>);
 
 impl Default for ServerState {
     fn default() -> Self {
-        Self(Arc::new(Mutex::new(Inner { status: ServerStatus::Off, generation: 0, stop: None })))
+        Self(Arc::new(Mutex::new(Inner { status: ServerStatus::Off, wanted: None, generation: 0, stop: None })))
     }
 }
 
@@ -63,18 +70,31 @@ impl ServerState {
         self.0.lock().unwrap().status.clone()
     }
 
-    /// Brings the server in line with the settings: off, or on at `port`. A server that failed
-    /// (say, the port was taken) is tried again.
-    pub fn apply(&self, enabled: bool, port: u16, engine: Arc<EngineState>) {
-        let wanted = enabled.then_some(port);
-        let mut inner = self.0.lock().unwrap();
-        if wanted == inner.status.port() && !matches!(inner.status, ServerStatus::Failed { .. }) {
+    /// Brings the server in line with the settings: off, or on at a port with an optional key.
+    /// A server that failed (say, the port was taken) is tried again.
+    pub fn apply(&self, wanted: Option<Wanted>, engine: Arc<EngineState>) {
+        let inner = self.0.lock().unwrap();
+        if wanted == inner.wanted && !matches!(inner.status, ServerStatus::Failed { .. }) {
             return;
         }
+        self.start(inner, wanted, engine);
+    }
+
+    /// The app switched models: a running server starts again on the new one (once it has
+    /// loaded), so that it never serves, or keeps in memory, the model the app let go.
+    pub fn follow_model(&self, engine: Arc<EngineState>) {
+        let inner = self.0.lock().unwrap();
+        if let Some(wanted) = inner.wanted.clone() {
+            self.start(inner, Some(wanted), engine);
+        }
+    }
+
+    fn start(&self, mut inner: std::sync::MutexGuard<'_, Inner>, wanted: Option<Wanted>, engine: Arc<EngineState>) {
         inner.stop = None;
         inner.generation += 1;
         inner.status = ServerStatus::Off;
-        let Some(port) = wanted else { return };
+        inner.wanted = wanted.clone();
+        let Some(Wanted { port, api_key }) = wanted else { return };
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         inner.stop = Some(tx);
         inner.status = ServerStatus::Starting { port };
@@ -95,7 +115,7 @@ impl ServerState {
                 Err(e) => return set(ServerStatus::Failed { port, error: server_failed(e) }),
             };
             let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-            let listener = match tokio::net::TcpListener::bind(addr).await {
+            let listener = match bind(addr).await {
                 Ok(l) => l,
                 Err(e) => {
                     let params = [("address", addr.to_string()), ("detail", e.to_string())];
@@ -107,7 +127,7 @@ impl ServerState {
             // The same model id as `ponder serve` gives: the file's name.
             let info = engine.info();
             let id = info.path.file_stem().map_or_else(|| info.name.clone(), |s| s.to_string_lossy().into_owned());
-            let config = ponder_server::ServerConfig::new(addr, id);
+            let config = ponder_server::ServerConfig { api_key, ..ponder_server::ServerConfig::new(addr, id) };
             let stopped = async {
                 let _ = rx.await;
             };
@@ -118,11 +138,25 @@ impl ServerState {
     }
 }
 
+/// Binds the port, waiting a moment while a server this one replaces lets go of it.
+async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let mut tries = 0;
+    loop {
+        match tokio::net::TcpListener::bind(addr).await {
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && tries < 20 => {
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::core::settings::Settings;
-    use crate::core::test_models::small_model;
+    use crate::core::test_models::{r1_model, small_model};
     use std::io::{Read, Write};
     use std::time::{Duration, Instant};
 
@@ -139,11 +173,7 @@ mod tests {
     }
 
     fn get_models(port: u16) -> std::io::Result<String> {
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
-        write!(s, "GET /v1/models HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")?;
-        let mut out = String::new();
-        s.read_to_string(&mut out)?;
-        Ok(out)
+        get_models_with(port, None)
     }
 
     #[test]
@@ -155,7 +185,7 @@ mod tests {
         let server = ServerState::default();
         assert_eq!(server.status(), ServerStatus::Off);
 
-        server.apply(true, port, engine.clone());
+        server.apply(Some(Wanted { port, api_key: None }), engine.clone());
         let on = wait_for(&server, "the server", |s| matches!(s, ServerStatus::On { .. }));
         assert_eq!(on, ServerStatus::On { port, url: format!("http://127.0.0.1:{port}/v1") });
         let reply = get_models(port).unwrap();
@@ -164,11 +194,50 @@ mod tests {
         // A port that is taken is reported, not a crash; switching off stops it.
         let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let taken_port = taken.local_addr().unwrap().port();
-        server.apply(true, taken_port, engine.clone());
+        server.apply(Some(Wanted { port: taken_port, api_key: None }), engine.clone());
         let failed = wait_for(&server, "the bind error", |s| matches!(s, ServerStatus::Failed { .. }));
         assert!(matches!(&failed, ServerStatus::Failed { error, .. } if error.code == "server.cannot_listen"), "{failed:?}");
         wait_for(&server, "the old server to stop", |_| get_models(port).is_err());
-        server.apply(false, taken_port, engine);
+        server.apply(None, engine);
         assert_eq!(server.status(), ServerStatus::Off);
+    }
+
+    fn get_models_with(port: u16, key: Option<&str>) -> std::io::Result<String> {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+        let auth = key.map(|k| format!("Authorization: Bearer {k}\r\n")).unwrap_or_default();
+        write!(s, "GET /v1/models HTTP/1.1\r\nHost: localhost\r\n{auth}Connection: close\r\n\r\n")?;
+        let mut out = String::new();
+        s.read_to_string(&mut out)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn the_server_asks_for_its_key_and_follows_a_model_switch() {
+        ponder_testkit::threads();
+        let settings = Settings { max_sequences: 2, context_size: 2048, ..Settings::default() };
+        let engine = Arc::new(EngineState::default());
+        engine.load(small_model(), &settings);
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let server = ServerState::default();
+        server.apply(Some(Wanted { port, api_key: Some("sesame".into()) }), engine.clone());
+        wait_for(&server, "the server", |s| matches!(s, ServerStatus::On { .. }));
+        assert!(get_models_with(port, None).unwrap().starts_with("HTTP/1.1 401"));
+        let reply = get_models_with(port, Some("sesame")).unwrap();
+        assert!(reply.starts_with("HTTP/1.1 200") && reply.contains("qwen2.5-coder-0.5b"), "{reply}");
+
+        // Another model: the server serves it (under its name) once it has loaded.
+        engine.load(r1_model(), &settings);
+        server.follow_model(engine.clone());
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            // While the old server stops, a connection may be refused or reset: try again.
+            let reply = get_models_with(port, Some("sesame")).ok();
+            if reply.as_deref().is_some_and(|r| r.contains("r1-0.5b")) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the server still serves the old model: {reply:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        server.apply(None, engine);
     }
 }

@@ -8,7 +8,8 @@ pub fn get_settings(state: tauri::State<'_, SettingsState>) -> Settings {
     state.get()
 }
 
-/// Saves the settings; the local API server follows its switch at once.
+/// Saves the settings (all but the model, which only `open_model` changes); the local API
+/// server follows its switch at once.
 #[tauri::command]
 pub fn save_settings(
     state: tauri::State<'_, SettingsState>,
@@ -16,7 +17,7 @@ pub fn save_settings(
     engine: tauri::State<'_, Arc<EngineState>>,
     settings: Settings,
 ) -> Result<Settings, crate::core::error::CommandError> {
-    let saved = state.set(settings)?;
-    server.apply(saved.server_enabled, saved.server_port, engine.inner().clone());
+    let saved = state.save_from_window(settings)?;
+    server.apply(crate::core::server::Wanted::of(&saved), engine.inner().clone());
     Ok(saved)
 }

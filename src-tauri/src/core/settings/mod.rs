@@ -27,6 +27,8 @@ pub struct Settings {
     pub thinking_budget: Option<usize>,
     pub server_enabled: bool,
     pub server_port: u16,
+    /// A key the local API server asks for (`Authorization: Bearer …`); `None` asks none.
+    pub server_api_key: Option<String>,
     /// A remote OpenAI-compatible server for big jobs (its API root, e.g.
     /// `http://gpu-box:8000/v1`); its key lives in the OS keyring, never here.
     pub remote_url: Option<String>,
@@ -69,6 +71,7 @@ impl Default for Settings {
             thinking_budget: None,
             server_enabled: false,
             server_port: 8080,
+            server_api_key: None,
             remote_url: None,
             remote_model: None,
             language: Language::English,
@@ -91,6 +94,11 @@ impl Settings {
             (self.max_tokens >= 1, "max_tokens", "max_tokens must be at least 1"),
             (self.thinking_budget != Some(0), "thinking_budget", "thinking_budget must be at least 1 when set"),
             (self.server_port >= 1024, "server_port", "server_port must be 1024 or above"),
+            (
+                self.server_api_key.as_deref().is_none_or(|k| !k.trim().is_empty() && k.len() <= 256),
+                "server_api_key",
+                "the API key must be 1 to 256 characters, or none",
+            ),
             (
                 self.remote_url.as_deref().is_none_or(|u| u.starts_with("http://") || u.starts_with("https://")),
                 "remote_url",
@@ -139,6 +147,14 @@ impl SettingsState {
         Ok(settings)
     }
 
+    /// Saves the settings the window sends. The model is not among them: it changes only
+    /// through `open_model` (which loads it first and records it once it loaded), so the window
+    /// can never point the next launch at a file that was never opened.
+    pub fn save_from_window(&self, settings: Settings) -> Result<Settings, CommandError> {
+        let model_path = self.get().model_path;
+        self.set(Settings { model_path, ..settings })
+    }
+
     pub fn update(&self, f: impl FnOnce(&mut Settings)) -> Result<Settings, CommandError> {
         let mut s = self.get();
         f(&mut s);
@@ -177,6 +193,17 @@ mod tests {
         std::fs::write(dir.path().join("settings.json"), "{ not json").unwrap();
         assert_eq!(state(dir.path()).get(), Settings::default());
         assert!(dir.path().join("settings.json.unreadable").exists());
+    }
+
+    #[test]
+    fn the_window_cannot_change_the_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = state(dir.path());
+        s.update(|s| s.model_path = Some("/models/opened.gguf".into())).unwrap();
+        let sent = Settings { model_path: Some("/tmp/never-opened.gguf".into()), temperature: 0.2, ..Settings::default() };
+        let saved = s.save_from_window(sent).unwrap();
+        assert_eq!((saved.model_path.as_deref(), saved.temperature), (Some(std::path::Path::new("/models/opened.gguf")), 0.2));
+        assert_eq!(state(dir.path()).get().model_path, saved.model_path);
     }
 
     #[test]
