@@ -227,6 +227,14 @@ fn limits_give_clear_errors() {
     let bad =
         GenerateRequest { sampling: SamplingParams { top_p: 0.0, ..Default::default() }, ..greedy("hi", 4, Priority::Batch) };
     assert!(e.submit(bad).err().unwrap().to_string().contains("top_p"));
+    // A prompt no context could hold is refused before it is tokenised: megabytes come back at
+    // once, and the error says why.
+    let huge = "apple ".repeat(4096 * e.tokenizer().max_token_bytes);
+    let t = std::time::Instant::now();
+    let err = e.submit(greedy(&huge, 4, Priority::Batch)).err().unwrap();
+    assert!(matches!(err, EngineError::InvalidRequest(ponder_engine::InvalidRequest::PromptTooLong { .. })), "{err}");
+    assert!(err.to_string().contains("far more than a context of 4096 tokens can hold"), "{err}");
+    eprintln!("a {} MB prompt refused in {:?}", huge.len() >> 20, t.elapsed());
 }
 
 #[test]

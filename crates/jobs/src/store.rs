@@ -431,3 +431,34 @@ impl Store {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A job store as Ponder wrote it before schema versions (user_version 0), with a job in it,
+    /// opens at the current version with its job and samples intact.
+    #[test]
+    fn a_store_from_before_versions_is_migrated_with_its_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobs.sqlite");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(SCHEMA.migrations[0]).unwrap();
+        old.execute_batch(
+            "INSERT INTO jobs VALUES (1, 'set', 'set.csv', 0, 'paused', '{\"samples\":2}');
+             INSERT INTO problems VALUES (1, 0, 'p1', 'What is 2 + 2?', '4', '[]', 2);
+             INSERT INTO samples VALUES (1, 0, 0, 'It is 4.', '', '4', 'stop', 5, 0, 3, 10, 20, 0);",
+        )
+        .unwrap();
+        assert_eq!(old.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0)).unwrap(), 0);
+        drop(old);
+
+        let store = Store::open(&path).unwrap();
+        let version: i64 = store.conn.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        assert_eq!(version, SCHEMA.migrations.len() as i64);
+        let jobs = store.jobs().unwrap();
+        assert_eq!((jobs.len(), jobs[0].samples_done, jobs[0].state), (1, 1, JobState::Paused));
+        assert_eq!(store.samples(1).unwrap()[0].extracted.as_deref(), Some("4"));
+        assert_eq!(store.pending(1).unwrap(), vec![(0, 1)]);
+    }
+}
