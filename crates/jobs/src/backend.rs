@@ -76,15 +76,10 @@ pub struct LocalBackend<'a> {
 }
 
 impl Backend for LocalBackend<'_> {
-    fn start(&self, mut req: GenerateRequest) -> Result<Generation, BackendError> {
+    fn start(&self, req: GenerateRequest) -> Result<Generation, BackendError> {
         // A long question leaves less room to answer: the sample gets what the context leaves
         // (and stops at the length limit) rather than being refused. No room at all is refused.
-        let prompt = self.engine.prompt_tokens(&req.prompt)?;
-        let room = self.engine.context_length().saturating_sub(prompt);
-        if room > 0 {
-            req.max_tokens = req.max_tokens.min(room);
-        }
-        Ok(Box::pin(self.engine.submit(req)?.map(Next::Event)))
+        Ok(Box::pin(self.engine.submit_fitted(req)?.map(Next::Event)))
     }
     fn parallelism(&self) -> usize {
         self.max_seqs

@@ -136,8 +136,6 @@ fn tagged(id: u64, gen: Generation) -> stream::BoxStream<'static, (u64, Option<N
 struct InFlight {
     problem_idx: usize,
     samples: Vec<usize>,
-    /// Samples of this request not finished yet.
-    open: usize,
     /// Which of `samples` have finished.
     done: Vec<bool>,
     answer: Vec<String>,
@@ -270,8 +268,7 @@ impl<'a, F: FnMut(JobEvent)> Run<'a, F> {
     fn refuse(&mut self, problem_idx: usize, samples: &[usize], e: &BackendError) -> Result<(), RunError> {
         tracing::info!("problem {problem_idx} refused: {e}");
         for &sample_idx in samples {
-            let finish_reason = format!("{REFUSED_PREFIX}{e}");
-            let row = SampleRow { problem_idx, sample_idx, finish_reason: finish_reason.clone(), ..Default::default() };
+            let row = SampleRow { problem_idx, sample_idx, finish_reason: format!("{REFUSED_PREFIX}{e}"), ..Default::default() };
             self.record(row, 0, None)?;
         }
         Ok(())
@@ -345,7 +342,6 @@ impl<'a, F: FnMut(JobEvent)> Run<'a, F> {
                 id,
                 InFlight {
                     problem_idx: p,
-                    open: take.len(),
                     samples: take,
                     done: vec![false; k],
                     answer: vec![String::new(); k],
@@ -361,7 +357,7 @@ impl<'a, F: FnMut(JobEvent)> Run<'a, F> {
     /// With a sample budget: once a problem's samples are all in, queue the ones its verdict
     /// still wants (none when the vote is clear).
     fn top_up(&mut self, p: usize) -> Result<(), RunError> {
-        let running = self.flying.values().any(|f| f.problem_idx == p && f.open > 0);
+        let running = self.flying.values().any(|f| f.problem_idx == p && f.done.contains(&false));
         if running || self.queue.contains_key(&p) {
             return Ok(());
         }
@@ -419,7 +415,6 @@ impl<'a, F: FnMut(JobEvent)> Run<'a, F> {
                     ttft_ms: usage.time_to_first_token.map_or(0, |d| d.as_millis() as u64),
                     duration_ms: f.started.elapsed().as_millis() as u64,
                 };
-                f.open -= 1;
                 f.done[index] = true;
                 self.record(row, usage.completion_tokens(), extracted)?;
             }

@@ -252,9 +252,38 @@ pub struct ModelEntry {
     pub owned_by: String,
 }
 
+// ---- Addresses ----
+
+/// `localhost`, `127.0.0.1` (any 127/8 address) or `[::1]`, with or without a port: a URL's
+/// authority (or a `Host` header) that names this machine. The server refuses other names (DNS
+/// rebinding); the remote backend warns before sending a key in clear to them.
+pub fn is_loopback_authority(authority: &str) -> bool {
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => {
+            authority
+                .rsplit_once(':')
+                .map_or(authority, |(h, port)| if port.bytes().all(|b| b.is_ascii_digit()) { h } else { authority })
+        }
+    };
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_names_with_and_without_ports() {
+        for ok in
+            ["localhost", "localhost:8080", "LOCALHOST:1", "127.0.0.1", "127.0.0.1:8080", "127.1.2.3:9", "[::1]", "[::1]:8080"]
+        {
+            assert!(is_loopback_authority(ok), "{ok}");
+        }
+        for bad in ["evil.com", "evil.com:8080", "localhost.evil.com", "127.0.0.1.evil.com", "192.168.1.2:8080", "", "[::2]:80"] {
+            assert!(!is_loopback_authority(bad), "{bad}");
+        }
+    }
     use serde_json::json;
 
     #[test]

@@ -49,9 +49,16 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// The error as OpenAI sends it, in a response's body or as a stream's last chunk.
+    pub fn body(&self) -> serde_json::Value {
+        json!({"error": {"message": self.message, "type": self.kind, "param": self.param, "code": null}})
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"error": {"message": self.message, "type": self.kind, "param": self.param, "code": null}});
+        let body = self.body();
         if self.status == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
             // The unread rest of the body is still on the connection: close it, or a client
             // that reuses it sees its next request fail ("server disconnected").

@@ -16,10 +16,10 @@ use ponder_engine::{
     Channel, Event, FinishReason, GenerateRequest, Message, Priority, Prompt, RequestHandle, Role, SamplingParams,
 };
 use ponder_openai::{
-    AssistantMessage, ChatChoice, ChatChunk, ChatCompletion, ChatRequest, ChunkChoice, Completion, CompletionChoice,
-    CompletionRequest, Delta, ModelEntry, ModelList, PromptField, Usage,
+    is_loopback_authority, AssistantMessage, ChatChoice, ChatChunk, ChatCompletion, ChatRequest, ChunkChoice, Completion,
+    CompletionChoice, CompletionRequest, Delta, ModelEntry, ModelList, PromptField, Usage,
 };
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -89,32 +89,19 @@ async fn same_host(State(state): State<Arc<AppState>>, req: Request, next: Next)
     if state.config.addr.ip().is_loopback() {
         let header = |name: &str| req.headers().get(name).map(|v| v.to_str().unwrap_or("\u{fffd}").to_string());
         if let Some(host) = header("host") {
-            if !is_loopback_name(&host) {
+            if !is_loopback_authority(&host) {
                 return ApiError::forbidden(format!("this server answers for localhost only, not for host `{host}`"))
                     .into_response();
             }
         }
         if let Some(origin) = header("origin") {
             let authority = origin.split_once("://").map_or("", |(_, rest)| rest);
-            if origin != "null" && !is_loopback_name(authority) {
+            if origin != "null" && !is_loopback_authority(authority) {
                 return ApiError::forbidden(format!("requests from pages of `{origin}` are refused")).into_response();
             }
         }
     }
     next.run(req).await
-}
-
-/// `localhost`, `127.0.0.1` (any 127/8 address) or `[::1]`, with or without a port.
-fn is_loopback_name(authority: &str) -> bool {
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => {
-            authority
-                .rsplit_once(':')
-                .map_or(authority, |(h, port)| if port.bytes().all(|b| b.is_ascii_digit()) { h } else { authority })
-        }
-    };
-    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 async fn auth(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
@@ -444,10 +431,10 @@ async fn collect(mut handle: RequestHandle) -> Result<(Vec<Event>, Usage), ApiEr
 /// A request whose events stopped before each of its samples finished.
 const ENGINE_GONE: &str = "generation failed: the engine stopped before the reply was finished";
 
-/// A failure in the middle of a stream, as OpenAI and vLLM send it: a chunk with only `error`.
-fn error_event(message: &str) -> SseEvent {
-    let body = json!({"error": {"message": message, "type": "server_error", "param": null, "code": null}});
-    SseEvent::default().data(body.to_string())
+/// Ends a stream that failed, as OpenAI and vLLM do: a chunk with only `error`, then `[DONE]`.
+async fn fail_stream(tx: &tokio::sync::mpsc::Sender<Result<SseEvent, Infallible>>, message: &str) {
+    let _ = tx.send(Ok(SseEvent::default().data(ApiError::internal(message).body().to_string()))).await;
+    let _ = tx.send(Ok(SseEvent::default().data("[DONE]"))).await;
 }
 
 /// Server-sent events from a request, forwarded by a task that ends, dropping the handle and
@@ -472,16 +459,12 @@ fn stream(
             let Some(ev) = ev else {
                 // The engine dropped the request without finishing it: never end such a stream
                 // as if the reply were complete.
-                let _ = tx.send(Ok(error_event(ENGINE_GONE))).await;
-                let _ = tx.send(Ok(SseEvent::default().data("[DONE]"))).await;
-                return;
+                return fail_stream(&tx, ENGINE_GONE).await;
             };
             let first = match &ev {
                 Event::Delta { index, .. } => !std::mem::replace(&mut started[*index], true),
                 Event::Finished { error: Some(e), .. } => {
-                    let _ = tx.send(Ok(error_event(&format!("generation failed: {e}")))).await;
-                    let _ = tx.send(Ok(SseEvent::default().data("[DONE]"))).await;
-                    return;
+                    return fail_stream(&tx, &format!("generation failed: {e}")).await;
                 }
                 Event::Finished { usage, .. } => {
                     done += 1;
@@ -510,18 +493,6 @@ fn stream(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn loopback_names_with_and_without_ports() {
-        for ok in
-            ["localhost", "localhost:8080", "LOCALHOST:1", "127.0.0.1", "127.0.0.1:8080", "127.1.2.3:9", "[::1]", "[::1]:8080"]
-        {
-            assert!(is_loopback_name(ok), "{ok}");
-        }
-        for bad in ["evil.com", "evil.com:8080", "localhost.evil.com", "127.0.0.1.evil.com", "192.168.1.2:8080", "", "[::2]:80"] {
-            assert!(!is_loopback_name(bad), "{bad}");
-        }
-    }
 
     #[test]
     fn keys_compare_whole() {

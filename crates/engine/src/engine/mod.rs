@@ -134,7 +134,18 @@ impl Engine {
     /// Queues a request. Errors that can be known now (bad parameters, a prompt that cannot
     /// fit) are returned here rather than as events.
     pub fn submit(&self, req: GenerateRequest) -> Result<RequestHandle> {
-        let valid = validate::validate(&self.shared, &req)?;
+        self.submit_checked(req, validate::Overflow::Refuse)
+    }
+
+    /// [`Engine::submit`] for a request that would rather be shorter than refused: a prompt
+    /// that leaves less room than `max_tokens` gets what the context leaves (a job's long
+    /// question). A prompt that fills the context is still refused.
+    pub fn submit_fitted(&self, req: GenerateRequest) -> Result<RequestHandle> {
+        self.submit_checked(req, validate::Overflow::Shorten)
+    }
+
+    fn submit_checked(&self, req: GenerateRequest, overflow: validate::Overflow) -> Result<RequestHandle> {
+        let valid = validate::validate(&self.shared, &req, overflow)?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let cancel = Arc::new(AtomicBool::new(false));
@@ -144,7 +155,7 @@ impl Engine {
             cancel: cancel.clone(),
             priority: req.priority,
             submitted: Instant::now(),
-            max_tokens: req.max_tokens,
+            max_tokens: valid.max_tokens,
             thinking_budget: req.thinking_budget,
             detect_loops: req.detect_loops,
             ignore_eos: req.ignore_eos,

@@ -12,6 +12,16 @@ pub(super) struct Validated {
     /// The prompt opens the thought (R1 templates end with `<think>\n`): text streams as
     /// thinking first.
     pub starts_thinking: bool,
+    /// New tokens per sample: the request's, or less when it asked to fit the context.
+    pub max_tokens: usize,
+}
+
+/// What to do with a request whose prompt and `max_tokens` together exceed the context.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Overflow {
+    Refuse,
+    /// Give the sample what the context leaves after the prompt (none left is still refused).
+    Shorten,
 }
 
 pub(super) fn render(shared: &Shared, prompt: &Prompt) -> Result<String> {
@@ -21,7 +31,7 @@ pub(super) fn render(shared: &Shared, prompt: &Prompt) -> Result<String> {
     }
 }
 
-pub(super) fn validate(shared: &Shared, req: &GenerateRequest) -> Result<Validated> {
+pub(super) fn validate(shared: &Shared, req: &GenerateRequest, overflow: Overflow) -> Result<Validated> {
     req.sampling.validate()?;
     if req.n == 0 || req.n > shared.max_seqs {
         return Err(InvalidRequest::Samples { n: req.n, max: shared.max_seqs }.into());
@@ -41,12 +51,17 @@ pub(super) fn validate(shared: &Shared, req: &GenerateRequest) -> Result<Validat
     if tokens.is_empty() {
         return Err(InvalidRequest::EmptyPrompt.into());
     }
+    let room = context_length.saturating_sub(tokens.len());
+    let max_tokens = match overflow {
+        Overflow::Shorten if room > 0 => req.max_tokens.min(room),
+        _ => req.max_tokens,
+    };
     // Saturating: a max_tokens near usize::MAX must not wrap past the check.
-    if tokens.len().saturating_add(req.max_tokens) > context_length {
+    if tokens.len().saturating_add(max_tokens) > context_length {
         return Err(EngineError::ContextOverflow { prompt_tokens: tokens.len(), max_tokens: req.max_tokens, context_length });
     }
     if tokens.len().saturating_mul(req.n) > shared.kv_budget_tokens {
         return Err(InvalidRequest::KvBudget { n: req.n, prompt_tokens: tokens.len(), budget: shared.kv_budget_tokens }.into());
     }
-    Ok(Validated { tokens, starts_thinking: text.trim_end().ends_with("<think>") })
+    Ok(Validated { tokens, starts_thinking: text.trim_end().ends_with("<think>"), max_tokens })
 }

@@ -20,7 +20,7 @@ pub use error::RemoteError;
 use crate::backend::{Backend, BackendError, Generation, Next};
 use ponder_engine::stream::{ThinkSplitter, THINK_CLOSE, THINK_OPEN};
 use ponder_engine::{Channel, Event, FinishReason, GenerateRequest, Prompt, Role, Usage};
-use ponder_openai::{ChatChunk, ChatMessage, ChatRequest, ModelList, Stop};
+use ponder_openai::{is_loopback_authority, ChatChunk, ChatMessage, ChatRequest, ModelList, Stop};
 use std::io::{BufRead, BufReader};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -112,17 +112,25 @@ impl RemoteBackend {
     }
 }
 
+/// A URL's scheme (empty if none), whether it names a user (`user:password@`), its host with
+/// the port, and the rest (path, query).
+fn url_parts(url: &str) -> (&str, bool, &str, &str) {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let (authority, tail) = rest.find(['/', '?', '#']).map_or((rest, ""), |i| rest.split_at(i));
+    let (user, host) = authority.rsplit_once('@').map_or((false, authority), |(_, host)| (true, host));
+    (scheme, user, host, tail)
+}
+
 /// A URL as errors and logs may show it: without a `user:password@` and with the values of
 /// query parameters hidden (some servers take `?key=`).
 pub fn redacted(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let (authority, path) = rest.find(['/', '?', '#']).map_or((rest, ""), |i| rest.split_at(i));
-    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
-    let (path, query) = path.split_once('?').map_or((path, None), |(p, q)| (p, Some(q)));
-    let mut out = if scheme.is_empty() { host.to_string() } else { format!("{scheme}://{host}") };
-    if authority.contains('@') {
-        out = out.replacen(host, &format!("***@{host}"), 1);
+    let (scheme, user, host, tail) = url_parts(url);
+    let (path, query) = tail.split_once('?').map_or((tail, None), |(p, q)| (p, Some(q)));
+    let mut out = if scheme.is_empty() { String::new() } else { format!("{scheme}://") };
+    if user {
+        out.push_str("***@");
     }
+    out.push_str(host);
     out.push_str(path);
     if let Some(q) = query {
         let hidden: Vec<String> =
@@ -137,15 +145,8 @@ pub fn redacted(url: &str) -> String {
 /// is not this machine.
 pub fn key_in_clear(config: &RemoteConfig) -> Option<String> {
     config.api_key.as_ref()?;
-    let rest = config.base_url.strip_prefix("http://")?;
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let name = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
-    };
-    let local = name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
-    (!local).then(|| {
+    let ("http", _, host, _) = url_parts(&config.base_url) else { return None };
+    (!is_loopback_authority(host)).then(|| {
         format!(
             "the API key goes to {} over plain http, readable on the network; use https if you can",
             redacted(&config.base_url)
