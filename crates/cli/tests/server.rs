@@ -186,3 +186,132 @@ fn a_request_whose_client_leaves_while_queued_is_dropped() {
     let _ = running.kill();
     let _ = running.wait();
 }
+
+/// Rendering and tokenising a long prompt happen off the async runtime: while more such
+/// requests are being tokenised than the runtime has threads (it has 2), the server still
+/// answers at once. Were they tokenised on the runtime, `/v1/models` would wait for them.
+#[test]
+fn long_prompts_being_tokenised_leave_the_server_responsive() {
+    let (_server, port) = start(&r1_model(), &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.json");
+    // 3.5 MB of varied words: under the 4 MiB body limit and the cheap length check, so it is
+    // tokenised (for seconds) before the engine finds it longer than the context.
+    let words: String = (0..400_000).map(|i| format!(" w{}", i * 7919 % 100_003)).collect();
+    std::fs::write(&body, serde_json::json!({ "prompt": words, "max_tokens": 1 }).to_string()).unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let long: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new("curl")
+                .args([
+                    "-s",
+                    "-o",
+                    "/dev/null",
+                    "-w",
+                    "%{http_code}",
+                    "--max-time",
+                    "120",
+                    "-H",
+                    "content-type: application/json",
+                ])
+                .args(["--data-binary", &format!("@{}", body.display()), &format!("{url}/v1/completions")])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let models = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "1", &format!("{url}/v1/models")])
+        .output()
+        .unwrap();
+    let mut long = long;
+    let still_tokenising = long.iter_mut().map(|c| c.try_wait().unwrap().is_none()).filter(|&running| running).count();
+    assert_eq!(String::from_utf8_lossy(&models.stdout), "200", "the server answered within a second");
+    assert!(still_tokenising >= 3, "only {still_tokenising} of the long prompts were still being read: the test proves nothing");
+    for c in long {
+        let out = c.wait_with_output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "400", "too long for the context, said after tokenising");
+    }
+}
+
+/// vLLM's sampling extras work on chat completions too: `ignore_eos` gives the tokens asked for
+/// (a benchmark that asked for 128 used to get a dozen and "stop"), and bad values are 400s that
+/// name the field.
+#[test]
+fn chat_completions_take_vllms_sampling_extras() {
+    let (_server, port) = start(&r1_model(), &[]);
+    let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
+    let post = |body: serde_json::Value| -> (u16, serde_json::Value) {
+        let out = Command::new("curl")
+            .args(["-s", "-w", "\n%{http_code}", "--max-time", "300", "-H", "content-type: application/json"])
+            .args(["-d", &body.to_string(), &url])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let (json, code) = text.rsplit_once('\n').unwrap();
+        (code.parse().unwrap(), serde_json::from_str(json).unwrap_or_default())
+    };
+    let ask = |extra: serde_json::Value| {
+        let mut body = serde_json::json!({ "messages": [{ "role": "user", "content": "Say yes." }], "max_tokens": 48,
+            "temperature": 0.7, "top_k": 20, "min_p": 0.05, "repetition_penalty": 1.1, "seed": 3 });
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        post(body)
+    };
+    let (code, reply) = ask(serde_json::json!({ "ignore_eos": true }));
+    assert_eq!(code, 200, "{reply}");
+    assert_eq!(reply["usage"]["completion_tokens"], 48, "{reply}");
+    assert_eq!(reply["choices"][0]["finish_reason"], "length", "{reply}");
+    // The same seed and parameters give the same reply.
+    let (_, again) = ask(serde_json::json!({ "ignore_eos": true }));
+    assert_eq!(again["choices"], reply["choices"]);
+    for (extra, field) in [
+        (serde_json::json!({ "min_tokens": 49 }), "min_tokens"),
+        (serde_json::json!({ "top_k": -2 }), "top_k"),
+        (serde_json::json!({ "min_p": 1.5 }), "min_p"),
+        (serde_json::json!({ "repetition_penalty": 0 }), "repetition_penalty"),
+        (serde_json::json!({ "reasoning_effort": "extreme" }), "reasoning_effort"),
+        (serde_json::json!({ "chat_template_kwargs": { "enable_thinking": "no" } }), "chat_template_kwargs"),
+    ] {
+        let (code, reply) = ask(extra.clone());
+        assert_eq!((code, reply["error"]["param"].as_str()), (400, Some(field)), "{extra}: {reply}");
+    }
+}
+
+/// A Qwen3 model thinks unless the request turns it off, by vLLM's `chat_template_kwargs` or by
+/// `reasoning_effort: "none"`. The model is a small random Qwen3 with Qwen3's own template: what
+/// it says is noise, but which channel it goes to is the template's doing.
+#[test]
+fn qwen3_thinking_is_switched_per_request() {
+    use ponder_testkit::tiny::{Quant, Tiny, Value, QWEN3_TEMPLATE};
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("tiny-qwen3.gguf");
+    Tiny::of(ponder_engine::Family::Qwen3).write_gguf(&model, Quant::Q8_0, |md| {
+        md.insert("tokenizer.chat_template".into(), Value::String(QWEN3_TEMPLATE.into()));
+    });
+    let (_server, port) = start(&model, &[]);
+    let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
+    let ask = |extra: &str| -> serde_json::Value {
+        let body = format!(
+            r#"{{"messages":[{{"role":"user","content":"What is 2+2?"}}],"max_tokens":12,"ignore_eos":true,"temperature":0{extra}}}"#
+        );
+        let out = Command::new("curl")
+            .args(["-s", "--max-time", "120", "-H", "content-type: application/json", "-d", &body, &url])
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+    };
+    let thinks = |reply: &serde_json::Value| {
+        let m = &reply["choices"][0]["message"];
+        let reasoning = reply["usage"]["completion_tokens_details"]["reasoning_tokens"].as_u64().unwrap();
+        (reasoning, m["content"].as_str().unwrap_or_default().is_empty())
+    };
+    // On by default: all twelve tokens are thought (noise never closes the thought).
+    assert_eq!(thinks(&ask("")), (12, true));
+    assert_eq!(thinks(&ask(r#","chat_template_kwargs":{"enable_thinking":true}"#)), (12, true));
+    // Off: the template closes an empty thought and everything is answer.
+    let off = ask(r#","chat_template_kwargs":{"enable_thinking":false}"#);
+    assert_eq!(thinks(&off), (0, false), "{off}");
+    assert_eq!(thinks(&ask(r#","reasoning_effort":"none""#)), (0, false));
+    assert_eq!(thinks(&ask(r#","reasoning_effort":"high""#)), (12, true));
+}

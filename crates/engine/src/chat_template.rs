@@ -1,5 +1,6 @@
 //! Renders chat prompts with the model's own Jinja template (`tokenizer.chat_template`), so
-//! ChatML (Qwen) and DeepSeek-R1 templates work unchanged.
+//! ChatML (Qwen), Qwen3 and DeepSeek-R1 templates work unchanged, with Transformers' settings
+//! (`trim_blocks`, `lstrip_blocks`). A template also says how its model thinks ([`Thinking`]).
 
 use crate::error::{EngineError, Result};
 use minijinja::{context, Environment, Error, ErrorKind};
@@ -34,16 +35,51 @@ impl Message {
 /// A template used when a model ships none: plain ChatML, what Qwen models speak.
 pub const CHATML_TEMPLATE: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
 
+/// Whether a model thinks before it answers, as its template says.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Thinking {
+    /// No thinking block (Qwen2.5 and other instruct models).
+    Never,
+    /// Always (DeepSeek-R1 and its distills: their templates strip earlier thoughts, and the
+    /// model is trained to think every time).
+    Always,
+    /// On unless the request turns it off (Qwen3's `enable_thinking`).
+    Switchable,
+}
+
+impl Thinking {
+    fn of_template(source: &str) -> Self {
+        if source.contains("enable_thinking") {
+            Thinking::Switchable
+        } else if source.contains("</think>") {
+            Thinking::Always
+        } else {
+            Thinking::Never
+        }
+    }
+
+    /// Whether a request that asks for `wanted` (or the model's default, `None`) thinks.
+    pub fn thinks(self, wanted: Option<bool>) -> bool {
+        match self {
+            Thinking::Never => false,
+            Thinking::Always => true,
+            Thinking::Switchable => wanted.unwrap_or(true),
+        }
+    }
+}
+
 pub struct ChatTemplate {
     env: Environment<'static>,
     bos_token: String,
     eos_token: String,
-    reasoning: bool,
+    thinking: Thinking,
 }
 
 impl std::fmt::Debug for ChatTemplate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ChatTemplate").field("reasoning", &self.reasoning).finish()
+        f.debug_struct("ChatTemplate").field("thinking", &self.thinking).finish()
     }
 }
 
@@ -55,6 +91,10 @@ const MAX_PROMPT_BYTES: usize = 16 << 20;
 impl ChatTemplate {
     pub fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<Self> {
         let mut env = Environment::new();
+        // As Transformers renders templates: a block tag's own line break and the indentation
+        // before it are not part of the output.
+        env.set_trim_blocks(true);
+        env.set_lstrip_blocks(true);
         // A template comes with the model file: one that loops for ever (or nearly) runs out
         // of fuel instead of hanging the request. Real templates use a few hundred
         // instructions a message.
@@ -70,35 +110,50 @@ impl ChatTemplate {
             env,
             bos_token: bos_token.to_string(),
             eos_token: eos_token.to_string(),
-            // R1-style templates strip earlier thinking, so they mention the closing tag.
-            reasoning: source.contains("</think>"),
+            thinking: Thinking::of_template(source),
         })
     }
 
-    /// Whether the model thinks before answering (DeepSeek-R1 and its distills).
+    /// Whether the model thinks before answering, always or by default.
     pub fn is_reasoning(&self) -> bool {
-        self.reasoning
+        self.thinking != Thinking::Never
     }
 
-    /// The prompt for the next assistant turn. For reasoning models the prompt always ends with
-    /// `<think>\n`, which newer templates add themselves and older ones do not.
+    pub fn thinking(&self) -> Thinking {
+        self.thinking
+    }
+
+    /// The prompt for the next assistant turn, with the model's default thinking.
     pub fn render(&self, messages: &[Message]) -> Result<String> {
+        self.render_with(messages, None)
+    }
+
+    /// The prompt for the next assistant turn. `enable_thinking` goes to the template as
+    /// Qwen3's templates read it (left undefined when `None`); R1 models think whatever it
+    /// says. A prompt that thinks always ends with `<think>\n`, which newer templates add
+    /// themselves and older ones (and Qwen3's, which lets the model write it) do not.
+    pub fn render_with(&self, messages: &[Message], enable_thinking: Option<bool>) -> Result<String> {
         let tmpl = self.env.get_template("chat").map_err(|e| EngineError::Template(describe(&e)))?;
-        let mut text = tmpl
-            .render(context! {
-                messages => messages,
-                add_generation_prompt => true,
-                bos_token => &self.bos_token,
-                eos_token => &self.eos_token,
-            })
-            .map_err(|e| EngineError::Template(describe(&e)))?;
+        let base = context! {
+            messages => messages,
+            add_generation_prompt => true,
+            bos_token => &self.bos_token,
+            eos_token => &self.eos_token,
+        };
+        let ctx = match enable_thinking {
+            Some(on) => context! { enable_thinking => on, ..base },
+            None => base,
+        };
+        let mut text = tmpl.render(ctx).map_err(|e| EngineError::Template(describe(&e)))?;
         if text.len() > MAX_PROMPT_BYTES {
             return Err(EngineError::Template(format!(
                 "the template wrote {} MiB of prompt, more than any context holds",
                 text.len() >> 20
             )));
         }
-        if self.reasoning && !text.trim_end().ends_with("<think>") {
+        // A template that closed an empty thought (thinking off) has said all there is to say.
+        let thinks = self.thinking.thinks(enable_thinking) && !text.trim_end().ends_with("</think>");
+        if thinks && !text.trim_end().ends_with("<think>") {
             text.push_str("<think>\n");
         }
         Ok(text)
@@ -143,6 +198,45 @@ mod tests {
         assert!(!t.is_reasoning());
         let p = t.render(&[Message::system("Be brief."), Message::user("Hi")]).unwrap();
         assert_eq!(p, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+    }
+
+    /// Qwen3's published template (tests/data/templates), against Jinja2's renderings with
+    /// thinking left to the model, on, and off.
+    #[test]
+    fn qwen3_template_with_and_without_thinking_matches_jinja2() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/templates");
+        let source = std::fs::read_to_string(root.join("qwen3.jinja")).unwrap();
+        let t = ChatTemplate::new(&source, "", "<|im_end|>").unwrap();
+        assert_eq!(t.thinking(), Thinking::Switchable);
+        let cases = std::fs::read_to_string(root.join("qwen3-renderings.jsonl")).unwrap();
+        let mut seen = 0;
+        for line in cases.lines() {
+            let case: serde_json::Value = serde_json::from_str(line).unwrap();
+            let messages: Vec<Message> = serde_json::from_value(case["messages"].clone()).unwrap();
+            let wanted = case["enable_thinking"].as_bool();
+            let reference = case["rendered"].as_str().unwrap();
+            let ours = t.render_with(&messages, wanted).unwrap();
+            if wanted == Some(false) {
+                assert!(reference.ends_with("<think>\n\n</think>\n\n"));
+                assert_eq!(ours, reference, "{messages:?}");
+            } else {
+                // The model would open its thought itself; Ponder opens it so it streams as one.
+                assert_eq!(ours, format!("{reference}<think>\n"), "{messages:?} {wanted:?}");
+            }
+            seen += 1;
+        }
+        assert_eq!(seen, 12);
+    }
+
+    /// R1 models think whatever a request asks; instruct models never do.
+    #[test]
+    fn r1_always_thinks_and_chatml_never_does() {
+        let r1 = ChatTemplate::new(R1, BOS, EOS).unwrap();
+        assert_eq!(r1.thinking(), Thinking::Always);
+        assert!(r1.render_with(&[Message::user("1+1?")], Some(false)).unwrap().ends_with("<think>\n"));
+        let chatml = ChatTemplate::new(CHATML_TEMPLATE, "", "<|im_end|>").unwrap();
+        assert_eq!(chatml.thinking(), Thinking::Never);
+        assert!(chatml.render_with(&[Message::user("1+1?")], Some(true)).unwrap().ends_with("assistant\n"));
     }
 
     #[test]

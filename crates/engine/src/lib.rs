@@ -1,4 +1,4 @@
-//! Ponder's inference engine: a Qwen2-family model on the CPU (candle), continuously batched
+//! Ponder's inference engine: a Qwen2, Qwen3 or Llama model on the CPU (candle), continuously batched
 //! across requests, streaming each sample's thinking and answer.
 //!
 //! Start at [`Engine`]: load a model with [`loader::load`], start the engine, [`Engine::submit`]
@@ -7,17 +7,19 @@
 pub mod attention;
 pub mod bench;
 pub mod chat_template;
+pub mod decoder;
 pub mod download;
 pub mod engine;
 pub mod error;
+pub mod family;
 pub mod gguf_edit;
 pub mod kquants;
 pub mod kv_cache;
 pub mod loader;
 mod parallel;
 pub mod process;
-pub mod qwen2;
 pub mod request;
+pub mod rope;
 mod rowwise;
 pub mod sampler;
 mod scheduler;
@@ -28,6 +30,7 @@ pub mod tokenizer;
 pub use chat_template::{Message, Role};
 pub use engine::{Canceller, Engine, EngineConfig, EngineStats, RequestHandle};
 pub use error::{panic_message, EngineError, InvalidRequest, Result};
+pub use family::Family;
 pub use kquants::KQuantKernels;
 pub use loader::{load, LoadOptions, LoadedModel, ModelInfo};
 pub use request::{Event, FinishReason, GenerateRequest, Priority, Prompt, Usage, DEFAULT_MAX_TOKENS};

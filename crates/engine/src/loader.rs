@@ -1,12 +1,14 @@
 //! Opening a model: a GGUF file or a Hugging Face safetensors folder, checked before anything
 //! heavy happens so that a bad file gives a clear error instead of a panic deep in a kernel.
 //! Both kinds of file name the same configuration in their own words; one builder
-//! ([`build_config`]) turns either into a [`Qwen2Config`].
+//! ([`build_config`]) turns either into a [`DecoderConfig`] for one of the [`Family`]s.
 
-use crate::chat_template::{ChatTemplate, CHATML_TEMPLATE};
+use crate::chat_template::{ChatTemplate, Thinking, CHATML_TEMPLATE};
+use crate::decoder::{Decoder, DecoderConfig};
 use crate::error::{EngineError, Result};
+use crate::family::Family;
 use crate::kquants::KQuantKernels;
-use crate::qwen2::{Qwen2, Qwen2Config};
+use crate::rope::{RopeScaling, RopeStyle};
 use crate::tokenizer::Tokenizer;
 use candle_core::quantized::gguf_file;
 use candle_core::Device;
@@ -26,11 +28,13 @@ pub struct ModelInfo {
     pub context_length: usize,
     pub parameters: u64,
     pub reasoning: bool,
+    /// How the model thinks: never, always (R1), or by request (Qwen3).
+    pub thinking: Thinking,
 }
 
 /// Everything the engine needs to run a model.
 pub struct LoadedModel {
-    pub model: Qwen2,
+    pub model: Decoder,
     pub tokenizer: Tokenizer,
     pub template: ChatTemplate,
     pub info: ModelInfo,
@@ -57,6 +61,10 @@ enum Key {
     Intermediate,
     RmsEps,
     RopeTheta,
+    /// The size of each attention head, where it is not the hidden size over the heads (Qwen3).
+    HeadDim,
+    /// The values of a head RoPE rotates (GGUF only): all of them is all Ponder runs.
+    RopeDim,
 }
 
 /// Where a model's configuration is read from: a GGUF header or a `config.json`. Each says
@@ -68,15 +76,19 @@ trait ConfigSource {
     /// The key's name in this kind of file.
     fn name(&self, key: Key) -> String;
     fn number(&self, key: Key) -> Option<f64>;
+    /// How the file says RoPE's frequencies are scaled, if it says so.
+    fn rope_scaling(&self) -> Result<Option<RopeScaling>>;
+    /// How the file's q and k weights pair values for RoPE.
+    fn rope_style(&self, family: Family) -> RopeStyle;
 }
 
 /// The one set of rules for a configuration, whichever file it comes from: which architecture
 /// runs, which keys are required, the defaults of the optional ones, and the context cap.
-fn build_config(src: &dyn ConfigSource, opts: &LoadOptions) -> Result<Qwen2Config> {
+fn build_config(src: &dyn ConfigSource, opts: &LoadOptions) -> Result<DecoderConfig> {
     let arch = src.architecture().unwrap_or_default();
-    if arch != "qwen2" {
+    let Some(family) = Family::of_architecture(&arch) else {
         return Err(EngineError::UnsupportedArchitecture { path: src.path().to_path_buf(), found: arch });
-    }
+    };
     // Each size within what a real model of this family has, checked before anything is
     // allocated from it: a file that says 0 heads or 10^12 layers gets an error naming the key.
     let invalid =
@@ -95,11 +107,31 @@ fn build_config(src: &dyn ConfigSource, opts: &LoadOptions) -> Result<Qwen2Confi
     if heads % kv_heads != 0 {
         return Err(invalid(Key::KvHeads, format!("is {kv_heads}, which does not divide the {heads} attention heads")));
     }
-    if hidden % heads != 0 || !(8..=512).contains(&(hidden / heads)) || (hidden / heads) % 2 != 0 {
-        return Err(invalid(
-            Key::Heads,
-            format!("is {heads}: the hidden size {hidden} must split into heads of an even size from 8 to 512"),
-        ));
+    let head_dim = match src.number(Key::HeadDim) {
+        None => {
+            if hidden % heads != 0 || !(8..=512).contains(&(hidden / heads)) || (hidden / heads) % 2 != 0 {
+                return Err(invalid(
+                    Key::Heads,
+                    format!("is {heads}: the hidden size {hidden} must split into heads of an even size from 8 to 512"),
+                ));
+            }
+            hidden / heads
+        }
+        Some(_) => {
+            let hd = sized(Key::HeadDim, 8..=512)?;
+            if hd % 2 != 0 {
+                return Err(invalid(Key::HeadDim, format!("is {hd}; a head's size must be even for RoPE")));
+            }
+            hd
+        }
+    };
+    if let Some(rope_dim) = src.number(Key::RopeDim) {
+        if rope_dim != head_dim as f64 {
+            return Err(invalid(
+                Key::RopeDim,
+                format!("is {rope_dim}; Ponder rotates whole heads, of {head_dim} values (partial RoPE is not supported)"),
+            ));
+        }
     }
     let model_ctx = sized(Key::Context, 1..=1 << 24)?;
     let positive = |key: Key, default: f64| -> Result<f64> {
@@ -109,16 +141,19 @@ fn build_config(src: &dyn ConfigSource, opts: &LoadOptions) -> Result<Qwen2Confi
             Some(v) => Err(invalid(key, format!("is {v}; it must be a positive number"))),
         }
     };
-    Ok(Qwen2Config {
+    Ok(DecoderConfig {
+        family,
         vocab_size: sized(Key::Vocab, 1..=1_048_576)?,
         hidden_size: hidden,
         num_layers: sized(Key::Layers, 1..=512)?,
         num_heads: heads,
         num_kv_heads: kv_heads,
-        head_dim: hidden / heads,
+        head_dim,
         context_length: opts.max_context.map_or(model_ctx, |c| c.min(model_ctx)),
         rms_norm_eps: positive(Key::RmsEps, 1e-6)?,
         rope_theta: positive(Key::RopeTheta, 10_000.0)? as f32,
+        rope_style: src.rope_style(family),
+        rope_scaling: src.rope_scaling()?,
         intermediate_size: sized(Key::Intermediate, 1..=1_048_576)?,
     })
 }
@@ -126,13 +161,15 @@ fn build_config(src: &dyn ConfigSource, opts: &LoadOptions) -> Result<Qwen2Confi
 /// Every tensor the configuration needs is in the file with the shape it implies, checked on
 /// the header before any weight is read: a mismatch gets an error naming the tensor instead of
 /// a failure (or a panic) deep in the first forward pass.
-fn check_tensor_shapes(path: &Path, ct: &gguf_file::Content, cfg: &Qwen2Config) -> Result<()> {
+fn check_tensor_shapes(path: &Path, ct: &gguf_file::Content, cfg: &DecoderConfig) -> Result<()> {
     let (h, q, kv, ff, vocab) =
         (cfg.hidden_size, cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim, cfg.intermediate_size, cfg.vocab_size);
     let mut wanted: Vec<(String, Vec<usize>, bool)> = vec![
         ("token_embd.weight".into(), vec![vocab, h], true),
         ("output.weight".into(), vec![vocab, h], false),
         ("output_norm.weight".into(), vec![h], true),
+        // Llama 3's RoPE divisors, one per frequency, where the file has them.
+        ("rope_freqs.weight".into(), vec![cfg.head_dim / 2], false),
     ];
     for i in 0..cfg.num_layers {
         let t = |name: &str, shape: Vec<usize>| (format!("blk.{i}.{name}"), shape, true);
@@ -142,14 +179,17 @@ fn check_tensor_shapes(path: &Path, ct: &gguf_file::Content, cfg: &Qwen2Config) 
             t("attn_q.weight", vec![q, h]),
             t("attn_k.weight", vec![kv, h]),
             t("attn_v.weight", vec![kv, h]),
-            t("attn_q.bias", vec![q]),
-            t("attn_k.bias", vec![kv]),
-            t("attn_v.bias", vec![kv]),
             t("attn_output.weight", vec![h, q]),
             t("ffn_gate.weight", vec![ff, h]),
             t("ffn_up.weight", vec![ff, h]),
             t("ffn_down.weight", vec![h, ff]),
         ]);
+        if cfg.family.qkv_bias() {
+            wanted.extend([t("attn_q.bias", vec![q]), t("attn_k.bias", vec![kv]), t("attn_v.bias", vec![kv])]);
+        }
+        if cfg.family.qk_norm() {
+            wanted.extend([t("attn_q_norm.weight", vec![cfg.head_dim]), t("attn_k_norm.weight", vec![cfg.head_dim])]);
+        }
     }
     for (name, shape, required) in wanted {
         match ct.tensor_infos.get(&name) {
@@ -174,12 +214,41 @@ struct GgufConfig<'a> {
     ct: &'a gguf_file::Content,
 }
 
+impl GgufConfig<'_> {
+    fn string(&self, key: &str) -> Option<&String> {
+        self.ct.metadata.get(key).and_then(|v| v.to_string().ok())
+    }
+
+    fn value(&self, key: &str) -> Option<f64> {
+        use gguf_file::Value as V;
+        // Whatever numeric type the file stored it as: range checks come after.
+        Some(match self.ct.metadata.get(key)? {
+            V::U8(x) => f64::from(*x),
+            V::I8(x) => f64::from(*x),
+            V::U16(x) => f64::from(*x),
+            V::I16(x) => f64::from(*x),
+            V::U32(x) => f64::from(*x),
+            V::I32(x) => f64::from(*x),
+            V::U64(x) => *x as f64,
+            V::I64(x) => *x as f64,
+            V::F32(x) => f64::from(*x),
+            V::F64(x) => *x,
+            _ => return None,
+        })
+    }
+
+    /// The key prefix: the architecture's name, as llama.cpp writes it.
+    fn prefix(&self) -> String {
+        self.architecture().unwrap_or_default()
+    }
+}
+
 impl ConfigSource for GgufConfig<'_> {
     fn path(&self) -> &Path {
         self.path
     }
     fn architecture(&self) -> Option<String> {
-        self.ct.metadata.get("general.architecture").and_then(|v| v.to_string().ok()).cloned()
+        self.string("general.architecture").cloned()
     }
     fn name(&self, key: Key) -> String {
         let suffix = match key {
@@ -193,28 +262,45 @@ impl ConfigSource for GgufConfig<'_> {
             Key::Intermediate => "feed_forward_length",
             Key::RmsEps => "attention.layer_norm_rms_epsilon",
             Key::RopeTheta => "rope.freq_base",
+            Key::HeadDim => "attention.key_length",
+            Key::RopeDim => "rope.dimension_count",
         };
-        format!("qwen2.{suffix}")
+        format!("{}.{suffix}", self.prefix())
     }
     fn number(&self, key: Key) -> Option<f64> {
         if key == Key::Vocab {
             return self.ct.tensor_infos.get("token_embd.weight").and_then(|t| t.shape.dims().first()).map(|&n| n as f64);
         }
-        // Whatever numeric type the file stored it as: range checks come after.
-        use gguf_file::Value as V;
-        Some(match self.ct.metadata.get(&self.name(key))? {
-            V::U8(x) => f64::from(*x),
-            V::I8(x) => f64::from(*x),
-            V::U16(x) => f64::from(*x),
-            V::I16(x) => f64::from(*x),
-            V::U32(x) => f64::from(*x),
-            V::I32(x) => f64::from(*x),
-            V::U64(x) => *x as f64,
-            V::I64(x) => *x as f64,
-            V::F32(x) => f64::from(*x),
-            V::F64(x) => *x,
-            _ => return None,
-        })
+        self.value(&self.name(key))
+    }
+    /// `{arch}.rope.scaling.type` and `.factor`, as llama.cpp writes them. Llama 3's own scaling
+    /// is not here: its converter writes the divisors as the `rope_freqs.weight` tensor, which
+    /// the loader reads with the weights.
+    fn rope_scaling(&self) -> Result<Option<RopeScaling>> {
+        let key = format!("{}.rope.scaling.type", self.prefix());
+        let factor_key = format!("{}.rope.scaling.factor", self.prefix());
+        match self.string(&key).map(String::as_str) {
+            None | Some("none") => Ok(None),
+            Some("linear") => match self.value(&factor_key) {
+                Some(factor) if factor.is_finite() && factor > 0.0 => Ok(Some(RopeScaling::Linear { factor: factor as f32 })),
+                other => Err(EngineError::InvalidMetadata {
+                    path: self.path.into(),
+                    key: factor_key,
+                    detail: format!("is {other:?}; linear RoPE scaling needs a positive factor"),
+                }),
+            },
+            Some(other) => Err(EngineError::InvalidMetadata {
+                path: self.path.into(),
+                key,
+                detail: format!("is `{other}`; Ponder runs RoPE unscaled, linear or with Llama 3's frequencies"),
+            }),
+        }
+    }
+    fn rope_style(&self, family: Family) -> RopeStyle {
+        match family {
+            Family::Llama => RopeStyle::Pairs,
+            Family::Qwen2 | Family::Qwen3 => RopeStyle::Halves,
+        }
     }
 }
 
@@ -241,6 +327,8 @@ impl ConfigSource for JsonConfig<'_> {
             Key::Intermediate => "intermediate_size",
             Key::RmsEps => "rms_norm_eps",
             Key::RopeTheta => "rope_theta",
+            Key::HeadDim => "head_dim",
+            Key::RopeDim => "rotary_dim",
         }
         .into()
     }
@@ -250,6 +338,43 @@ impl ConfigSource for JsonConfig<'_> {
             Key::RmsEps | Key::RopeTheta => v.as_f64(),
             _ => v.as_u64().map(|n| n as f64),
         }
+    }
+    /// `rope_scaling`: `{"rope_type": "llama3", "factor": …}` or `"linear"`, as Transformers
+    /// reads it (older files say `type`).
+    fn rope_scaling(&self) -> Result<Option<RopeScaling>> {
+        let r = &self.cfg["rope_scaling"];
+        if r.is_null() {
+            return Ok(None);
+        }
+        let kind = r["rope_type"].as_str().or(r["type"].as_str()).unwrap_or_default();
+        let bad = |detail: String| EngineError::InvalidMetadata { path: self.path.into(), key: "rope_scaling".into(), detail };
+        let num = |name: &str| -> Result<f32> {
+            match r[name].as_f64() {
+                Some(v) if v.is_finite() && v > 0.0 => Ok(v as f32),
+                _ => Err(bad(format!("`{name}` must be a positive number, not {}", r[name]))),
+            }
+        };
+        match kind {
+            "default" => Ok(None),
+            "linear" => Ok(Some(RopeScaling::Linear { factor: num("factor")? })),
+            "llama3" => {
+                let (low, high) = (num("low_freq_factor")?, num("high_freq_factor")?);
+                if high <= low {
+                    return Err(bad(format!("`high_freq_factor` ({high}) must be above `low_freq_factor` ({low})")));
+                }
+                Ok(Some(RopeScaling::Llama3 {
+                    factor: num("factor")?,
+                    low_freq_factor: low,
+                    high_freq_factor: high,
+                    original_context: num("original_max_position_embeddings")?,
+                }))
+            }
+            other => Err(bad(format!("is of type `{other}`; Ponder runs RoPE unscaled, linear or with Llama 3's frequencies"))),
+        }
+    }
+    fn rope_style(&self, _: Family) -> RopeStyle {
+        // Hugging Face weights are in their original order for every family.
+        RopeStyle::Halves
     }
 }
 
@@ -329,7 +454,11 @@ pub fn inspect(path: &Path) -> Result<ModelInfo> {
         let cfg: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| EngineError::BadModel { path: cfg_path, detail: e.to_string() })?;
         let size = std::fs::read_dir(path).map(|d| d.filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum()).unwrap_or(0);
-        let template = std::fs::read_to_string(path.join("tokenizer_config.json")).unwrap_or_default();
+        let tok_cfg = std::fs::read_to_string(path.join("tokenizer_config.json")).unwrap_or_default();
+        let template = serde_json::from_str::<serde_json::Value>(&tok_cfg)
+            .ok()
+            .and_then(|c| c["chat_template"].as_str().map(String::from))
+            .unwrap_or_default();
         return Ok(ModelInfo {
             name: path.file_name().unwrap_or_default().to_string_lossy().into_owned(),
             path: path.to_path_buf(),
@@ -339,10 +468,16 @@ pub fn inspect(path: &Path) -> Result<ModelInfo> {
             context_length: cfg["max_position_embeddings"].as_u64().unwrap_or(0) as usize,
             parameters: 0,
             reasoning: template.contains("</think>"),
+            thinking: thinking_of(&template),
         });
     }
     let (ct, size) = read_gguf_header(path)?;
     Ok(gguf_info(path, &ct, size))
+}
+
+/// How a model thinks, from its template's text (a folder's `tokenizer_config.json` holds it).
+fn thinking_of(template_text: &str) -> Thinking {
+    ChatTemplate::new(template_text, "", "").map_or(Thinking::Never, |t| t.thinking())
 }
 
 fn gguf_info(path: &Path, ct: &gguf_file::Content, size: u64) -> ModelInfo {
@@ -366,6 +501,7 @@ fn gguf_info(path: &Path, ct: &gguf_file::Content, size: u64) -> ModelInfo {
         context_length,
         parameters: params,
         reasoning: md("tokenizer.chat_template").is_some_and(|t| t.contains("</think>")),
+        thinking: thinking_of(&md("tokenizer.chat_template").unwrap_or_default()),
     }
 }
 
@@ -375,7 +511,7 @@ fn load_gguf(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
     if md("general.architecture").is_none() {
         return Err(EngineError::MissingMetadata { path: path.to_path_buf(), key: "general.architecture".into() });
     }
-    let config = build_config(&GgufConfig { path, ct: &ct }, opts)?;
+    let mut config = build_config(&GgufConfig { path, ct: &ct }, opts)?;
     check_tensor_shapes(path, &ct, &config)?;
     let tokenizer = Tokenizer::from_gguf(&ct).map_err(|e| EngineError::Tokenizer(format!("{}: {e}", path.display())))?;
     let template_src =
@@ -388,7 +524,13 @@ fn load_gguf(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
     // underneath us during the load gives wrong weights, not memory unsafety in our code.
     let mmap = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| EngineError::Io { path: path.into(), source })?;
     let mut cursor = std::io::Cursor::new(&mmap[..]);
-    let model = Qwen2::from_gguf(&ct, &mut cursor, config.clone(), opts.kernels, &Device::Cpu)
+    let bad = |e: candle_core::Error| EngineError::BadModel { path: path.into(), detail: e.to_string() };
+    if ct.tensor_infos.contains_key("rope_freqs.weight") {
+        let divisors = ct.tensor(&mut cursor, "rope_freqs.weight", &Device::Cpu).and_then(|t| t.dequantize(&Device::Cpu));
+        let divisors = divisors.and_then(|t| t.to_vec1::<f32>()).map_err(bad)?;
+        config.rope_scaling = Some(RopeScaling::Divisors(divisors));
+    }
+    let model = Decoder::from_gguf(&ct, &mut cursor, config.clone(), opts.kernels, &Device::Cpu)
         .map_err(|e| EngineError::BadModel { path: path.into(), detail: e.to_string() })?;
 
     let info = ModelInfo { context_length: config.context_length, ..gguf_info(path, &ct, size) };
@@ -422,17 +564,18 @@ fn load_safetensors_dir(dir: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
     // SAFETY: read-only maps of files the user pointed us at; see `load_gguf`.
     let vb = unsafe { candle_nn::VarBuilder::from_mmaped_safetensors(&files, candle_core::DType::F32, &Device::Cpu) }
         .map_err(|e| EngineError::BadModel { path: dir.into(), detail: e.to_string() })?;
-    let model = Qwen2::from_var_builder(vb, config.clone(), tie)
+    let model = Decoder::from_var_builder(vb, config.clone(), tie)
         .map_err(|e| EngineError::BadModel { path: dir.into(), detail: e.to_string() })?;
     let info = ModelInfo {
         name: dir.file_name().unwrap_or_default().to_string_lossy().into_owned(),
         path: dir.to_path_buf(),
-        architecture: "qwen2".into(),
+        architecture: config.family.architecture().into(),
         quantization: cfg["torch_dtype"].as_str().unwrap_or("f32").to_string(),
         file_size: size,
         context_length: config.context_length,
         parameters: 0,
         reasoning: template.is_reasoning(),
+        thinking: template.thinking(),
     };
     Ok(LoadedModel { model, tokenizer, template, info })
 }

@@ -45,6 +45,13 @@ pub struct GenerateRequest {
     /// Keep generating past end-of-sequence tokens (benchmarks need fixed lengths).
     #[serde(default)]
     pub ignore_eos: bool,
+    /// No end-of-sequence token before this many new tokens (vLLM's `min_tokens`).
+    #[serde(default)]
+    pub min_tokens: usize,
+    /// Think first, for a model whose template lets a request choose (Qwen3); `None` is the
+    /// model's default. R1 models think whatever this says, instruct models never do.
+    #[serde(default)]
+    pub thinking: Option<bool>,
 }
 
 impl GenerateRequest {
@@ -59,6 +66,8 @@ impl GenerateRequest {
             priority: Priority::Interactive,
             detect_loops: true,
             ignore_eos: false,
+            min_tokens: 0,
+            thinking: None,
         }
     }
 

@@ -74,46 +74,6 @@ pub fn silu_mul(gate: &Tensor, up: &Tensor) -> Result<Tensor> {
     Tensor::from_vec(out, shape, &Device::Cpu)
 }
 
-/// Rotary position tables: for each position, `cos` and `sin` of its `hd / 2` angles.
-#[derive(Debug, Clone)]
-pub struct Rope {
-    cos: Vec<f32>,
-    sin: Vec<f32>,
-    half: usize,
-}
-
-impl Rope {
-    /// Angles `p · θ^(-2i/hd)` for positions `0..ctx`, computed as candle's tables were
-    /// (f32 products of the position and the inverse frequency).
-    pub fn new(hd: usize, theta: f32, ctx: usize) -> Self {
-        let inv: Vec<f32> = (0..hd).step_by(2).map(|i| 1f32 / theta.powf(i as f32 / hd as f32)).collect();
-        let angles: Vec<f32> = (0..ctx).flat_map(|p| inv.iter().map(move |f| p as f32 * f)).collect();
-        Self { cos: angles.iter().map(|a| a.cos()).collect(), sin: angles.iter().map(|a| a.sin()).collect(), half: hd / 2 }
-    }
-
-    /// `x` (`(T, heads · hd)`, token `t` at `positions[t]`) rotated (the non-interleaved,
-    /// "rotate half" form Qwen2 uses), laid out by head as [`by_head`] does.
-    pub fn apply(&self, x: &Tensor, heads: usize, positions: &[u32]) -> Result<Vec<f32>> {
-        let half = self.half;
-        if positions.len() != x.dim(0)? {
-            candle_core::bail!("rope of {} tokens at {} positions", x.dim(0)?, positions.len());
-        }
-        if let Some(p) = positions.iter().find(|&&p| (p as usize + 1) * half > self.cos.len()) {
-            candle_core::bail!("position {p} is past the rotary tables");
-        }
-        heads_of(x, heads, 2 * half, |tok, v, o| {
-            let p = positions[tok] as usize;
-            let (cos, sin) = (&self.cos[p * half..][..half], &self.sin[p * half..][..half]);
-            let (a, b) = v.split_at(half);
-            let (oa, ob) = o.split_at_mut(half);
-            for j in 0..half {
-                oa[j] = a[j] * cos[j] - b[j] * sin[j];
-                ob[j] = b[j] * cos[j] + a[j] * sin[j];
-            }
-        })
-    }
-}
-
 /// `x` (`(T, heads · hd)`) laid out by head, `(heads, T, hd)`: how attention reads it.
 pub fn by_head(x: &Tensor, heads: usize, hd: usize) -> Result<Vec<f32>> {
     heads_of(x, heads, hd, |_, v, o| o.copy_from_slice(v))
@@ -121,7 +81,7 @@ pub fn by_head(x: &Tensor, heads: usize, hd: usize) -> Result<Vec<f32>> {
 
 /// `(heads, T, hd)` from `x` (`(T, heads · hd)`), each head row written by `f(token, x's
 /// values, out)`.
-fn heads_of(x: &Tensor, heads: usize, hd: usize, f: impl Fn(usize, &[f32], &mut [f32]) + Sync) -> Result<Vec<f32>> {
+pub(crate) fn heads_of(x: &Tensor, heads: usize, hd: usize, f: impl Fn(usize, &[f32], &mut [f32]) + Sync) -> Result<Vec<f32>> {
     let (t, width) = x.dims2()?;
     if width != heads * hd {
         candle_core::bail!("{t}×{width} values are not {heads} heads of {hd}");
@@ -207,27 +167,6 @@ mod tests {
             let diff = (ours - &theirs).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
             assert!(diff < 1e-5, "silu_mul differs by {diff}");
         }
-    }
-
-    #[test]
-    fn rope_matches_candles_and_lays_out_heads() {
-        let dev = Device::Cpu;
-        let (heads, hd, t) = (3, 8, 5);
-        let positions = [0u32, 7, 8, 100, 3];
-        let x: Vec<f32> = (0..t * heads * hd).map(|i| ((i * 37) % 101) as f32 / 50.0 - 1.0).collect();
-        let x = Tensor::from_vec(x, (t, heads * hd), &dev).unwrap();
-        let rope = Rope::new(hd, 10_000.0, 128);
-        let ours = rope.apply(&x, heads, &positions).unwrap();
-        let pick = |table: &[f32]| {
-            let rows: Vec<f32> = positions.iter().flat_map(|&p| table[p as usize * hd / 2..][..hd / 2].to_vec()).collect();
-            Tensor::from_vec(rows, (t, hd / 2), &dev).unwrap()
-        };
-        let heads_first = x.reshape((t, heads, hd)).unwrap().transpose(0, 1).unwrap().contiguous().unwrap();
-        let theirs = candle_nn::rotary_emb::rope(&heads_first.unsqueeze(0).unwrap(), &pick(&rope.cos), &pick(&rope.sin)).unwrap();
-        assert_eq!(ours, theirs.flatten_all().unwrap().to_vec1::<f32>().unwrap());
-        let plain = by_head(&x, heads, hd).unwrap();
-        assert_eq!(plain, heads_first.flatten_all().unwrap().to_vec1::<f32>().unwrap());
-        assert!(rope.apply(&x, heads, &[0, 1, 2, 3, 128]).is_err());
     }
 
     #[test]

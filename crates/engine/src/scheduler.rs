@@ -287,6 +287,7 @@ mod tests {
             thinking_budget: None,
             detect_loops: false,
             ignore_eos: false,
+            min_tokens: 0,
             stop: Vec::new(),
             prompt_len: prompt,
             starts_thinking: false,

@@ -22,6 +22,8 @@ pub(crate) struct RequestCtx {
     pub thinking_budget: Option<usize>,
     pub detect_loops: bool,
     pub ignore_eos: bool,
+    /// End-of-sequence tokens cannot be drawn before this many new tokens.
+    pub min_tokens: usize,
     pub stop: Vec<String>,
     pub prompt_len: usize,
     pub starts_thinking: bool,
@@ -174,6 +176,13 @@ impl Seq {
     /// Takes the logits of the last fed token: samples, streams text and decides whether the
     /// sequence is done. `context` is the model's context length.
     pub fn on_logits(&mut self, logits: &mut [f32], tok: &Tokenizer, close: &[u32], context: usize) {
+        if self.generated < self.ctx.min_tokens {
+            for &eos in &tok.eos_ids {
+                if let Some(l) = logits.get_mut(eos as usize) {
+                    *l = f32::NEG_INFINITY;
+                }
+            }
+        }
         let id = self.sampler.sample(logits, &self.tokens);
         let now = Instant::now();
         self.first_token.get_or_insert(now);

@@ -6,9 +6,10 @@ use candle_core::quantized::gguf_file;
 use candle_core::quantized::tokenizer::TokenizerFromGguf;
 use std::collections::HashMap;
 
-/// Pre-tokenizer names whose regex is Qwen2's. candle only knows `qwen2` and treats the others
-/// with a GPT-2 default that splits differently, so they are renamed before building.
-const QWEN2_PRE_ALIASES: &[&str] = &["qwen2", "deepseek-r1-qwen", "qwen35"];
+/// Pre-tokenizer names llama.cpp writes, and the name candle knows the same regex by. candle
+/// treats a name it does not know with a GPT-2 default that splits differently (Llama 3's
+/// splits numbers in threes, Qwen's digit by digit), so they are renamed before building.
+const PRE_ALIASES: &[(&str, &str)] = &[("deepseek-r1-qwen", "qwen2"), ("qwen35", "qwen2"), ("llama-bpe", "llama3")];
 
 pub struct Tokenizer {
     inner: tokenizers::Tokenizer,
@@ -33,8 +34,8 @@ impl Tokenizer {
         }
         let mut metadata = ct.metadata.clone();
         if let Some(gguf_file::Value::String(pre)) = metadata.get("tokenizer.ggml.pre") {
-            if QWEN2_PRE_ALIASES.contains(&pre.as_str()) {
-                metadata.insert("tokenizer.ggml.pre".into(), gguf_file::Value::String("qwen2".into()));
+            if let Some((_, known)) = PRE_ALIASES.iter().find(|(name, _)| name == pre) {
+                metadata.insert("tokenizer.ggml.pre".into(), gguf_file::Value::String(known.to_string()));
             }
         }
         let patched = gguf_file::Content { magic: ct.magic, metadata, tensor_infos: HashMap::new(), tensor_data_offset: 0 };

@@ -56,7 +56,7 @@ fn batching_does_not_change_greedy_output() {
 }
 
 /// candle's kernels, still selectable (`ponder bench --kernels candle`), keep the guarantee too:
-/// a lone row times Q6_K weights is paired with itself (see `qwen2::Linear`).
+/// a lone row times Q6_K weights is paired with itself (see `decoder::Linear`).
 #[test]
 fn batching_does_not_change_greedy_output_with_candles_kernels() {
     check_batch_invariance(&engine_with(ponder_testkit::SMALL, KQuantKernels::Candle, EngineConfig::default()));
@@ -180,6 +180,52 @@ fn cancel_and_dropped_receiver_free_the_slot() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     assert_eq!(e.stats().running, 0);
+}
+
+/// A request dropped while its prompt is being read stops there: the rest of the prompt is
+/// never computed (a client that leaves during a long prefill frees the engine at once). The
+/// engine's count of tokens fed, published after every step, shows how far the prompt got.
+#[test]
+fn a_request_dropped_while_its_prompt_is_read_stops_there() {
+    // A prompt of about 2,900 tokens: a dozen chunks of 256.
+    let e = engine(EngineConfig { max_seqs: 1, ..Default::default() });
+    let words: String = (0..1000).map(|i| format!(" w{}", i % 97)).collect();
+    let prompt_tokens = e.tokenizer().encode_prompt(&words).unwrap().len();
+    let req = GenerateRequest { max_tokens: 1, ..GenerateRequest::text(words) };
+    let mut handle = e.submit(req).unwrap();
+    assert!(matches!(handle.recv(), Some(Event::Started { .. })));
+    let wait_for = |what: &str, done: &mut dyn FnMut(&ponder_engine::EngineStats) -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        loop {
+            let s = e.stats();
+            if done(&s) {
+                return s;
+            }
+            assert!(std::time::Instant::now() < deadline, "{what}: {s:?}");
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    };
+    let before = e.stats().total_fed;
+    let started = wait_for("the prompt is being read", &mut |s| s.total_fed > before);
+    let read = (started.total_fed - before) as usize;
+    assert!(read < prompt_tokens / 2, "{read} of {prompt_tokens} read before the drop");
+    drop(handle);
+    wait_for("the dropped request is gone", &mut |s| s.running == 0 && s.kv_tokens_used == 0);
+    // A chunk or two may already be on its way when the drop is seen, no more.
+    let total = (e.stats().total_fed - before) as usize;
+    assert!(total < read + 2 * 256, "{total} of {prompt_tokens} prompt tokens read, {read} of them before the drop");
+}
+
+/// `min_tokens` keeps a sample from ending before it has that many tokens (vLLM's meaning:
+/// the end-of-sequence tokens cannot be drawn until then).
+#[test]
+fn min_tokens_holds_off_the_end_of_sequence() {
+    let e = engine(EngineConfig::default());
+    let (_, reason, free) = answer(&mut e.submit(greedy("Say yes.", 64, Priority::Batch)).unwrap());
+    assert!(reason == FinishReason::Stop && free < 20, "the model ends by itself: {reason:?} after {free}");
+    let held = GenerateRequest { min_tokens: 30, ..greedy("Say yes.", 64, Priority::Batch) };
+    let (_, _, tokens) = answer(&mut e.submit(held).unwrap());
+    assert!(tokens >= 30, "{tokens} tokens");
 }
 
 #[test]

@@ -13,7 +13,7 @@
 
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_qwen2::ModelWeights;
-use ponder_engine::qwen2::StepInput;
+use ponder_engine::decoder::StepInput;
 use ponder_engine::{KQuantKernels, LoadOptions, Message};
 
 /// Relative error of the logit vector: ||a - b|| / ||b||.

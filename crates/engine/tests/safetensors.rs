@@ -4,7 +4,7 @@
 use candle_core::quantized::tokenizer::TokenizerFromGguf;
 use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::{DType, Device, Tensor};
-use ponder_engine::qwen2::StepInput;
+use ponder_engine::decoder::StepInput;
 use ponder_engine::{LoadOptions, Message};
 use std::collections::HashMap;
 

@@ -67,6 +67,36 @@ pub struct ChatRequest {
     pub thinking_budget: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_options: Option<StreamOptions>,
+    /// Variables for the chat template, as vLLM takes them: `{"enable_thinking": false}`
+    /// turns a Qwen3 model's thinking off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_template_kwargs: Option<serde_json::Map<String, Value>>,
+    /// OpenAI's reasoning effort: `"none"` turns thinking off where the model allows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    #[serde(flatten)]
+    pub extras: SamplingExtras,
+}
+
+/// vLLM's sampling parameters beyond OpenAI's, taken by both endpoints: tools written for vLLM
+/// send them to `/v1/chat/completions` as well as to `/v1/completions`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SamplingExtras {
+    /// Keep generating past end-of-sequence (fixed-length benchmarks and tests).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ignore_eos: bool,
+    /// No end-of-sequence before this many tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_tokens: Option<usize>,
+    /// The most likely tokens to draw from; 0 or -1 is no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<i64>,
+    /// Tokens less likely than this fraction of the likeliest are not drawn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_p: Option<f32>,
+    /// Above 1, tokens already in the prompt or the output are made less likely.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetition_penalty: Option<f32>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -102,9 +132,8 @@ pub struct CompletionRequest {
     pub stop: Option<Stop>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
-    /// As in vLLM: keep generating past end-of-sequence (fixed-length benchmarks and tests).
-    #[serde(default)]
-    pub ignore_eos: bool,
+    #[serde(flatten)]
+    pub extras: SamplingExtras,
 }
 
 // ---- Responses ----

@@ -17,7 +17,7 @@ use ponder_engine::{
 };
 use ponder_openai::{
     is_loopback_authority, AssistantMessage, ChatChoice, ChatChunk, ChatCompletion, ChatRequest, ChunkChoice, Completion,
-    CompletionChoice, CompletionRequest, Delta, ModelEntry, ModelList, PromptField, Usage,
+    CompletionChoice, CompletionRequest, Delta, ModelEntry, ModelList, PromptField, SamplingExtras, Usage,
 };
 use serde_json::Value;
 use std::convert::Infallible;
@@ -141,6 +141,65 @@ fn stop_sequences(stop: Option<ponder_openai::Stop>) -> Result<Vec<String>, ApiE
     Ok(stop)
 }
 
+/// OpenAI's sampling parameters with vLLM's extras. The engine checks the ranges and names the
+/// field that is out of one.
+fn sampling(
+    defaults: SamplingParams,
+    temperature: Option<f32>,
+    top_p: Option<f32>,
+    seed: Option<u64>,
+    x: &SamplingExtras,
+) -> Result<SamplingParams, ApiError> {
+    let top_k = match x.top_k {
+        None | Some(-1) | Some(0) => 0,
+        Some(k) if k > 0 => k as usize,
+        Some(k) => return Err(ApiError::bad_request(format!("top_k must be -1, 0 or positive, got {k}"), Some("top_k"))),
+    };
+    Ok(SamplingParams {
+        temperature: temperature.unwrap_or(defaults.temperature),
+        top_p: top_p.unwrap_or(defaults.top_p),
+        top_k,
+        min_p: x.min_p.unwrap_or(defaults.min_p),
+        repetition_penalty: x.repetition_penalty.unwrap_or(defaults.repetition_penalty),
+        seed,
+    })
+}
+
+/// `min_tokens` as the engine takes it: no more than `max_tokens`.
+fn min_tokens(x: &SamplingExtras, max_tokens: usize) -> Result<usize, ApiError> {
+    match x.min_tokens {
+        Some(m) if m > max_tokens => {
+            Err(ApiError::bad_request(format!("min_tokens ({m}) must not exceed max_tokens ({max_tokens})"), Some("min_tokens")))
+        }
+        m => Ok(m.unwrap_or(0)),
+    }
+}
+
+/// Whether a chat request wants its model to think: vLLM's
+/// `chat_template_kwargs.enable_thinking`, or else OpenAI's `reasoning_effort`, where `"none"`
+/// is off. `None` leaves it to the model.
+fn thinking_wanted(kwargs: Option<&serde_json::Map<String, Value>>, effort: Option<&str>) -> Result<Option<bool>, ApiError> {
+    if let Some(v) = kwargs.and_then(|k| k.get("enable_thinking")) {
+        return match v {
+            Value::Bool(b) => Ok(Some(*b)),
+            Value::Null => Ok(None),
+            _ => Err(ApiError::bad_request(
+                format!("chat_template_kwargs.enable_thinking must be true or false, got {v}"),
+                Some("chat_template_kwargs"),
+            )),
+        };
+    }
+    match effort {
+        None => Ok(None),
+        Some("none") => Ok(Some(false)),
+        Some("minimal" | "low" | "medium" | "high") => Ok(Some(true)),
+        Some(other) => Err(ApiError::bad_request(
+            format!("reasoning_effort must be none, minimal, low, medium or high, got `{other}`"),
+            Some("reasoning_effort"),
+        )),
+    }
+}
+
 async fn models(State(state): State<Arc<AppState>>) -> Json<ModelList> {
     let entry = ModelEntry {
         id: state.config.model_name.clone(),
@@ -218,18 +277,16 @@ async fn chat(State(state): State<Arc<AppState>>, ApiJson(req): ApiJson<ChatRequ
         };
         messages.push(Message { role, content: content_text(&m.content)? });
     }
-    let defaults = SamplingParams::default();
+    let max_tokens = req
+        .max_completion_tokens
+        .or(req.max_tokens)
+        .unwrap_or(ponder_engine::DEFAULT_MAX_TOKENS.min(state.engine.context_length() / 2));
     let gen = GenerateRequest {
-        sampling: SamplingParams {
-            temperature: req.temperature.unwrap_or(defaults.temperature),
-            top_p: req.top_p.unwrap_or(defaults.top_p),
-            seed: req.seed,
-            ..defaults
-        },
-        max_tokens: req
-            .max_completion_tokens
-            .or(req.max_tokens)
-            .unwrap_or(ponder_engine::DEFAULT_MAX_TOKENS.min(state.engine.context_length() / 2)),
+        sampling: sampling(SamplingParams::default(), req.temperature, req.top_p, req.seed, &req.extras)?,
+        max_tokens,
+        min_tokens: min_tokens(&req.extras, max_tokens)?,
+        ignore_eos: req.extras.ignore_eos,
+        thinking: thinking_wanted(req.chat_template_kwargs.as_ref(), req.reasoning_effort.as_deref())?,
         thinking_budget: req.thinking_budget,
         stop: stop_sequences(req.stop)?,
         n,
@@ -290,20 +347,18 @@ async fn completions(State(state): State<Arc<AppState>>, ApiJson(req): ApiJson<C
         PromptField::Many(v) if v.len() == 1 => v.into_iter().next().unwrap(),
         PromptField::Many(_) => return Err(ApiError::bad_request("one prompt per request", Some("prompt"))),
     };
-    let defaults = SamplingParams::default();
+    // OpenAI's defaults for raw completions: plain sampling, 16 tokens.
+    let defaults = SamplingParams { temperature: 1.0, top_p: 1.0, ..SamplingParams::default() };
+    let max_tokens = req.max_tokens.unwrap_or(16);
     let gen = GenerateRequest {
-        sampling: SamplingParams {
-            temperature: req.temperature.unwrap_or(1.0),
-            top_p: req.top_p.unwrap_or(1.0),
-            seed: req.seed,
-            ..defaults
-        },
-        max_tokens: req.max_tokens.unwrap_or(16),
+        sampling: sampling(defaults, req.temperature, req.top_p, req.seed, &req.extras)?,
+        max_tokens,
+        min_tokens: min_tokens(&req.extras, max_tokens)?,
         stop: stop_sequences(req.stop)?,
         n,
         priority: Priority::Interactive,
         detect_loops: false,
-        ignore_eos: req.ignore_eos,
+        ignore_eos: req.extras.ignore_eos,
         ..GenerateRequest { prompt: Prompt::Text(prompt), ..GenerateRequest::text("") }
     };
     let handle = submit(&state, gen).await?;

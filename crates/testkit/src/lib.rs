@@ -6,6 +6,8 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+pub mod tiny;
+
 /// Qwen2.5-Coder-0.5B-Instruct, Q4_K_M: fast, for tests.
 pub const SMALL: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
 /// Qwen2.5-Coder-1.5B-Instruct, Q4_K_M: the R1 distill 1.5B's exact tensor shapes, for benchmarks.

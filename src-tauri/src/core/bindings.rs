@@ -14,6 +14,7 @@ fn declarations() -> String {
     let decls = [
         // The engine and the model.
         ponder_engine::ModelInfo::decl(&cfg),
+        ponder_engine::chat_template::Thinking::decl(&cfg),
         ponder_engine::EngineStats::decl(&cfg),
         ponder_engine::Channel::decl(&cfg),
         model::ModelStatus::decl(&cfg),

@@ -5,13 +5,24 @@ export type ModelInfo = { name: string, path: string, architecture: string,
 /**
  * The most common weight type, e.g. `Q4K`.
  */
-quantization: string, file_size: number, context_length: number, parameters: number, reasoning: boolean, };
+quantization: string, file_size: number, context_length: number, parameters: number, reasoning: boolean, 
+/**
+ * How the model thinks: never, always (R1), or by request (Qwen3).
+ */
+thinking: Thinking, };
+
+export type Thinking = "never" | "always" | "switchable";
 
 export type EngineStats = { running: number, paused: number, waiting: number, kv_tokens_used: number, kv_tokens_budget: number, 
 /**
  * Generated tokens per second over the last few seconds, all sequences together.
  */
-tokens_per_second: number, total_generated: number, };
+tokens_per_second: number, total_generated: number, 
+/**
+ * Tokens fed through the model, prompts and generated tokens alike: how far prompts have
+ * been read.
+ */
+total_fed: number, };
 
 export type Channel = "thinking" | "answer";
 

@@ -90,6 +90,7 @@ impl Engine {
             limits,
             close,
             rate: Default::default(),
+            fed: 0,
             #[cfg(feature = "fault-inject")]
             faults: fault::Faults::from_env(),
         };
@@ -123,7 +124,7 @@ impl Engine {
 
     /// Renders a prompt exactly as a request would see it.
     pub fn render_prompt(&self, prompt: &Prompt) -> Result<String> {
-        validate::render(&self.shared, prompt)
+        validate::render(&self.shared, prompt, None)
     }
 
     /// How many tokens a prompt takes, so callers can fit `max_tokens` into the context.
@@ -159,6 +160,7 @@ impl Engine {
             thinking_budget: req.thinking_budget,
             detect_loops: req.detect_loops,
             ignore_eos: req.ignore_eos,
+            min_tokens: req.min_tokens,
             stop: req.stop,
             prompt_len: valid.tokens.len(),
             starts_thinking: valid.starts_thinking,

@@ -24,9 +24,9 @@ pub(super) enum Overflow {
     Shorten,
 }
 
-pub(super) fn render(shared: &Shared, prompt: &Prompt) -> Result<String> {
+pub(super) fn render(shared: &Shared, prompt: &Prompt, thinking: Option<bool>) -> Result<String> {
     match prompt {
-        Prompt::Chat(messages) => shared.template.render(messages),
+        Prompt::Chat(messages) => shared.template.render_with(messages, thinking),
         Prompt::Text(t) => Ok(t.clone()),
     }
 }
@@ -39,7 +39,7 @@ pub(super) fn validate(shared: &Shared, req: &GenerateRequest, overflow: Overflo
     if req.max_tokens == 0 {
         return Err(InvalidRequest::NoTokens.into());
     }
-    let text = render(shared, &req.prompt)?;
+    let text = render(shared, &req.prompt, req.thinking)?;
     let context_length = shared.context_length;
     // No token covers more than `max_token_bytes` of text (4x for a normaliser that composes
     // characters): past that, the prompt cannot fit, and tokenising megabytes would only make

@@ -9,8 +9,8 @@
 
 use super::stats::{EngineStats, RateMeter};
 use super::Shared;
+use crate::decoder::{Decoder, StepInput};
 use crate::error::panic_message;
-use crate::qwen2::{Qwen2, StepInput};
 use crate::request::FinishReason;
 use crate::scheduler::{Limits, Planned, Scheduler, Waiting};
 use crate::sequence::Seq;
@@ -25,7 +25,7 @@ pub(super) enum Command {
 }
 
 pub(super) struct Worker {
-    pub model: Qwen2,
+    pub model: Decoder,
     pub shared: Arc<Shared>,
     pub rx: Receiver<Command>,
     pub sched: Scheduler,
@@ -34,6 +34,8 @@ pub(super) struct Worker {
     /// The tokens that close a thought, forced when a thinking budget runs out.
     pub close: Vec<u32>,
     pub rate: RateMeter,
+    /// Tokens fed through the model so far, prompt chunks and generated tokens alike.
+    pub fed: u64,
     #[cfg(feature = "fault-inject")]
     pub faults: super::fault::Faults,
 }
@@ -110,6 +112,7 @@ impl Worker {
         let failure = match outcome {
             Ok(Ok(generated)) => {
                 self.rate.record(Instant::now(), generated);
+                self.fed += plan.iter().map(|p| p.range.len() as u64).sum::<u64>();
                 None
             }
             Ok(Err(e)) => Some(format!("the model step failed: {e}")),
@@ -176,6 +179,7 @@ impl Worker {
             kv_tokens_budget: o.kv_tokens_budget,
             tokens_per_second: self.rate.rate(now),
             total_generated: self.rate.total,
+            total_fed: self.fed,
         };
         if let Ok(mut g) = self.shared.stats.lock() {
             *g = (stats, now);

@@ -20,7 +20,7 @@ pub use error::RemoteError;
 use crate::backend::{Backend, BackendError, Generation, Next};
 use ponder_engine::stream::{ThinkSplitter, THINK_CLOSE, THINK_OPEN};
 use ponder_engine::{Channel, Event, FinishReason, GenerateRequest, Prompt, Role, Usage};
-use ponder_openai::{is_loopback_authority, ChatChunk, ChatMessage, ChatRequest, ModelList, Stop};
+use ponder_openai::{is_loopback_authority, ChatChunk, ChatMessage, ChatRequest, ModelList, SamplingExtras, Stop};
 use std::io::{BufRead, BufReader};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -489,6 +489,18 @@ impl Request {
             seed: s.seed,
             stop: (!self.req.stop.is_empty()).then(|| Stop::Many(self.req.stop.clone())),
             thinking_budget: self.req.thinking_budget,
+            // vLLM's names for the rest, sent only where they differ from no effect.
+            chat_template_kwargs: self
+                .req
+                .thinking
+                .map(|on| serde_json::Map::from_iter([("enable_thinking".to_string(), serde_json::Value::Bool(on))])),
+            extras: SamplingExtras {
+                ignore_eos: self.req.ignore_eos,
+                min_tokens: (self.req.min_tokens > 0).then_some(self.req.min_tokens),
+                top_k: (s.top_k > 0).then_some(s.top_k as i64),
+                min_p: (s.min_p > 0.0).then_some(s.min_p),
+                repetition_penalty: (s.repetition_penalty != 1.0).then_some(s.repetition_penalty),
+            },
             ..Default::default()
         }
     }

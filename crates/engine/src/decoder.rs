@@ -1,4 +1,6 @@
-//! Qwen2 forward pass over a *ragged* batch.
+//! The decoder forward pass over a *ragged* batch, for every family in [`crate::family`]: the
+//! families differ in a bias on q, k and v (Qwen2), a norm on each head of q and k (Qwen3), and
+//! how RoPE pairs values and scales its frequencies (Llama), each a field of [`DecoderConfig`].
 //!
 //! One call runs one engine step: any mix of sequences that decode one token and sequences that
 //! prefill a chunk of their prompt, each at its own position with its own KV cache. Linear layers
@@ -7,16 +9,19 @@
 //! the other rows in the step, so batching does not change what a sequence computes.
 
 use crate::attention;
+use crate::family::Family;
 use crate::kquants::{KQuantKernels, KQuantMatrix};
 use crate::kv_cache::SeqCache;
+use crate::rope::{Rope, RopeScaling, RopeStyle};
 use crate::rowwise;
 use candle_core::quantized::{gguf_file, GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 use std::sync::Arc;
 
-/// Shapes and constants of a Qwen2 model.
+/// Shapes and constants of a model.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Qwen2Config {
+pub struct DecoderConfig {
+    pub family: Family,
     pub vocab_size: usize,
     pub hidden_size: usize,
     pub num_layers: usize,
@@ -26,10 +31,12 @@ pub struct Qwen2Config {
     pub context_length: usize,
     pub rms_norm_eps: f64,
     pub rope_theta: f32,
+    pub rope_style: RopeStyle,
+    pub rope_scaling: Option<RopeScaling>,
     pub intermediate_size: usize,
 }
 
-impl Qwen2Config {
+impl DecoderConfig {
     /// Bytes of KV cache one token takes across all layers (K and V, f16).
     pub fn kv_bytes_per_token(&self) -> usize {
         self.num_layers * 2 * self.num_kv_heads * self.head_dim * std::mem::size_of::<half::f16>()
@@ -121,21 +128,22 @@ impl RmsNorm {
     }
 }
 
-/// Self-attention: q, k and v from one fused product, RoPE, each sequence attending over its own
-/// cache, and the output projection.
+/// Self-attention: q, k and v from one fused product, (for Qwen3) each head of q and k normed,
+/// RoPE, each sequence attending over its own cache, and the output projection.
 #[derive(Debug, Clone)]
 struct Attention {
     q: Linear,
     k: Linear,
     v: Linear,
     o: Linear,
+    qk_norm: Option<(RmsNorm, RmsNorm)>,
 }
 
 /// What attention needs of the step besides its input rows.
 struct StepCtx<'a> {
     /// Each token's position in its sequence, in step order.
     positions: &'a [u32],
-    rope: &'a rowwise::Rope,
+    rope: &'a Rope,
     heads: attention::Heads,
     device: &'a Device,
 }
@@ -147,7 +155,11 @@ impl Attention {
         let attention::Heads { heads: nh, kv_heads: nkv, hd } = step.heads;
         let total = h.dim(0)?;
         let [q, k, v] = Linear::forward_all([&self.q, &self.k, &self.v], h)?; // (T, nh*hd), (T, nkv*hd) × 2
-                                                                              // Laid out by head, (heads, T, hd), q and k rotated for their positions.
+        let (q, k) = match &self.qk_norm {
+            Some((qn, kn)) => (per_head(qn, &q, nh, hd)?, per_head(kn, &k, nkv, hd)?),
+            None => (q, k),
+        };
+        // Laid out by head, (heads, T, hd), q and k rotated for their positions.
         let qv = step.rope.apply(&q, nh, step.positions)?;
         let kv = step.rope.apply(&k, nkv, step.positions)?;
         let vv = rowwise::by_head(&v, nkv, hd)?;
@@ -254,21 +266,21 @@ pub struct StepInput<'a> {
     pub want_logits: bool,
 }
 
-pub struct Qwen2 {
-    config: Qwen2Config,
+pub struct Decoder {
+    config: DecoderConfig,
     embed: Embedding,
     layers: Vec<Layer>,
     norm: RmsNorm,
     output: Linear,
-    rope: rowwise::Rope,
+    rope: Rope,
     device: Device,
 }
 
 /// Errors are candle's own; the loader maps them to what a user can act on.
 pub type Result<T> = candle_core::Result<T>;
 
-impl Qwen2 {
-    pub fn config(&self) -> &Qwen2Config {
+impl Decoder {
+    pub fn config(&self) -> &DecoderConfig {
         &self.config
     }
 
@@ -281,12 +293,13 @@ impl Qwen2 {
     pub fn from_gguf<R: std::io::Read + std::io::Seek>(
         ct: &gguf_file::Content,
         reader: &mut R,
-        config: Qwen2Config,
+        config: DecoderConfig,
         kernels: KQuantKernels,
         device: &Device,
     ) -> Result<Self> {
         let mut get = |name: &str| ct.tensor(reader, name, device);
         let dense = |q: QTensor| q.dequantize(device);
+        let bias = config.family.qkv_bias();
         let linear = |get: &mut dyn FnMut(&str) -> Result<QTensor>, name: &str, bias: bool| -> Result<Linear> {
             let weight = Weights::quantized(Arc::new(get(&format!("{name}.weight"))?), kernels)?;
             let bias = if bias { Some(get(&format!("{name}.bias"))?.dequantize(device)?) } else { None };
@@ -303,15 +316,19 @@ impl Qwen2 {
         let mut layers = Vec::with_capacity(config.num_layers);
         for i in 0..config.num_layers {
             let p = format!("blk.{i}");
+            let mut norm_of = |name: &str| -> Result<RmsNorm> { RmsNorm::new(dense(get(&format!("{p}.{name}.weight"))?)?, eps) };
+            let qk_norm = if config.family.qk_norm() { Some((norm_of("attn_q_norm")?, norm_of("attn_k_norm")?)) } else { None };
+            let (attn_norm, ffn_norm) = (norm_of("attn_norm")?, norm_of("ffn_norm")?);
             layers.push(Layer {
-                attn_norm: RmsNorm::new(dense(get(&format!("{p}.attn_norm.weight"))?)?, eps)?,
+                attn_norm,
                 attn: Attention {
-                    q: linear(&mut get, &format!("{p}.attn_q"), true)?,
-                    k: linear(&mut get, &format!("{p}.attn_k"), true)?,
-                    v: linear(&mut get, &format!("{p}.attn_v"), true)?,
+                    q: linear(&mut get, &format!("{p}.attn_q"), bias)?,
+                    k: linear(&mut get, &format!("{p}.attn_k"), bias)?,
+                    v: linear(&mut get, &format!("{p}.attn_v"), bias)?,
                     o: linear(&mut get, &format!("{p}.attn_output"), false)?,
+                    qk_norm,
                 },
-                ffn_norm: RmsNorm::new(dense(get(&format!("{p}.ffn_norm.weight"))?)?, eps)?,
+                ffn_norm,
                 mlp: Mlp {
                     gate: linear(&mut get, &format!("{p}.ffn_gate"), false)?,
                     up: linear(&mut get, &format!("{p}.ffn_up"), false)?,
@@ -323,18 +340,19 @@ impl Qwen2 {
     }
 
     /// Loads the model from Hugging Face safetensors weights (`model.*` names).
-    pub fn from_var_builder(vb: candle_nn::VarBuilder, config: Qwen2Config, tie: bool) -> Result<Self> {
+    pub fn from_var_builder(vb: candle_nn::VarBuilder, config: DecoderConfig, tie: bool) -> Result<Self> {
         let device = vb.device().clone();
-        let h = config.hidden_size;
-        let kv = config.num_kv_heads * config.head_dim;
-        let q_dim = config.num_heads * config.head_dim;
+        let (h, hd) = (config.hidden_size, config.head_dim);
+        let kv = config.num_kv_heads * hd;
+        let q_dim = config.num_heads * hd;
         let eps = config.rms_norm_eps as f32;
+        let bias = config.family.qkv_bias();
         let lin = |vb: candle_nn::VarBuilder, i: usize, o: usize, bias: bool| -> Result<Linear> {
             let w = vb.get((o, i), "weight")?.to_dtype(DType::F32)?;
             let b = if bias { Some(vb.get(o, "bias")?.to_dtype(DType::F32)?) } else { None };
             Ok(Linear { weight: Weights::Candle(QMatMul::Tensor(w)), bias: b })
         };
-        let norm = |vb: candle_nn::VarBuilder| -> Result<RmsNorm> { RmsNorm::new(vb.get(h, "weight")?, eps) };
+        let norm = |vb: candle_nn::VarBuilder, n: usize| -> Result<RmsNorm> { RmsNorm::new(vb.get(n, "weight")?, eps) };
         let m = vb.pp("model");
         let embed = m.pp("embed_tokens").get((config.vocab_size, h), "weight")?.to_dtype(DType::F32)?;
         let mut layers = Vec::with_capacity(config.num_layers);
@@ -343,15 +361,18 @@ impl Qwen2 {
             let a = l.pp("self_attn");
             let f = l.pp("mlp");
             let ffn = config.intermediate_size;
+            let qk_norm =
+                if config.family.qk_norm() { Some((norm(a.pp("q_norm"), hd)?, norm(a.pp("k_norm"), hd)?)) } else { None };
             layers.push(Layer {
-                attn_norm: norm(l.pp("input_layernorm"))?,
+                attn_norm: norm(l.pp("input_layernorm"), h)?,
                 attn: Attention {
-                    q: lin(a.pp("q_proj"), h, q_dim, true)?,
-                    k: lin(a.pp("k_proj"), h, kv, true)?,
-                    v: lin(a.pp("v_proj"), h, kv, true)?,
+                    q: lin(a.pp("q_proj"), h, q_dim, bias)?,
+                    k: lin(a.pp("k_proj"), h, kv, bias)?,
+                    v: lin(a.pp("v_proj"), h, kv, bias)?,
                     o: lin(a.pp("o_proj"), q_dim, h, false)?,
+                    qk_norm,
                 },
-                ffn_norm: norm(l.pp("post_attention_layernorm"))?,
+                ffn_norm: norm(l.pp("post_attention_layernorm"), h)?,
                 mlp: Mlp {
                     gate: lin(f.pp("gate_proj"), h, ffn, false)?,
                     up: lin(f.pp("up_proj"), h, ffn, false)?,
@@ -364,19 +385,25 @@ impl Qwen2 {
         } else {
             lin(vb.pp("lm_head"), h, config.vocab_size, false)?
         };
-        let final_norm = norm(m.pp("norm"))?;
+        let final_norm = norm(m.pp("norm"), h)?;
         Self::assemble(config, Embedding::Dense(embed), layers, final_norm, output, &device)
     }
 
     fn assemble(
-        config: Qwen2Config,
+        config: DecoderConfig,
         embed: Embedding,
         layers: Vec<Layer>,
         norm: RmsNorm,
         output: Linear,
         device: &Device,
     ) -> Result<Self> {
-        let rope = rowwise::Rope::new(config.head_dim, config.rope_theta, config.context_length);
+        let rope = Rope::new(
+            config.head_dim,
+            config.rope_theta,
+            config.context_length,
+            config.rope_style,
+            config.rope_scaling.as_ref(),
+        )?;
         Ok(Self { config, embed, layers, norm, output, rope, device: device.clone() })
     }
 
@@ -442,4 +469,10 @@ impl Qwen2 {
 /// `(heads, len, hd)`.
 fn rows(all: &[f32], heads: usize, total: usize, hd: usize, offset: usize, len: usize) -> Vec<f32> {
     (0..heads).flat_map(|h| &all[(h * total + offset) * hd..(h * total + offset + len) * hd]).copied().collect()
+}
+
+/// `norm` over each head of `x` (`(T, heads · hd)`), as Qwen3 norms q and k.
+fn per_head(norm: &RmsNorm, x: &Tensor, heads: usize, hd: usize) -> Result<Tensor> {
+    let t = x.dim(0)?;
+    norm.forward(&x.reshape((t * heads, hd))?)?.reshape((t, heads * hd))
 }
