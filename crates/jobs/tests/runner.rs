@@ -331,3 +331,52 @@ fn too_long_questions_on_the_real_engine() {
     assert!(tight.prompt_tokens + tight.thinking_tokens + tight.answer_tokens <= 512, "{tight:?}");
     assert!(tight.answer_tokens < 64, "clamped to what the context leaves: {tight:?}");
 }
+
+/// Each sample is committed when the runner reports it: another process reading the store (the
+/// way a user's script or `sqlite3` would, while the job runs) sees it at once, and sees every
+/// earlier one. Python's sqlite3 is that other process; a second connection in this process is
+/// checked at every step.
+#[test]
+fn a_reader_outside_the_runner_sees_each_sample_as_it_is_reported() {
+    let ids = ["a", "b", "c"];
+    let backend = Scripted {
+        answers: std::sync::Mutex::new(ids.iter().map(|id| (format!("Q-{id}"), ["4", "4"].map(String::from).into())).collect()),
+    };
+    let problems: Vec<Problem> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| Problem {
+            id: id.to_string(),
+            question: format!("Q-{id}: 2 + 2?"),
+            key: Some("4".into()),
+            extra: vec![],
+            line: i + 2,
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("jobs.sqlite");
+    let mut store = Store::open(&db).unwrap();
+    let job = store.create_job("t", "test", &JobOptions { samples: 2, ..opts() }, &problems).unwrap();
+    let reader = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let count = || -> usize { reader.query_row("SELECT COUNT(*) FROM samples", [], |r| r.get::<_, i64>(0)).unwrap() as usize };
+    let python = || -> String {
+        let script = "import sqlite3, sys\nc = sqlite3.connect(f'file:{sys.argv[1]}?mode=ro', uri=True)\nprint(c.execute('SELECT COUNT(*) FROM samples').fetchone()[0])";
+        let out = std::process::Command::new("python3").args(["-c", script]).arg(&db).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let mut seen = Vec::new();
+    let state = run_job(&store, job, &backend, &JobControl::default(), |ev| {
+        if let JobEvent::Progress(p) = ev {
+            assert_eq!(count(), p.done, "a second connection, after {} reported", p.done);
+            if p.done == 1 {
+                assert_eq!(python(), "1", "another process, after the first sample");
+            }
+            seen.push(p.done);
+        }
+    })
+    .unwrap();
+    assert_eq!(state, JobState::Done);
+    assert_eq!(seen, [1, 2, 3, 4, 5, 6]);
+    assert_eq!(python(), "6");
+}
