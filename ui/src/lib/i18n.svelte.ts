@@ -109,7 +109,8 @@ const en = {
 
   'model.name': 'Model',
   'model.architecture': 'Architecture',
-  'model.reasoning': 'reasoning',
+  'model.thinking.always': 'always thinks first',
+  'model.thinking.switchable': 'thinks first unless turned off',
   'model.weights': 'Weights',
   'model.parameters': '{count} parameters',
   'model.size': 'Size',
@@ -379,7 +380,8 @@ const zh: Record<MessageKey, string> = {
 
   'model.name': '模型',
   'model.architecture': '架构',
-  'model.reasoning': '推理模型',
+  'model.thinking.always': '总是先思考',
+  'model.thinking.switchable': '默认先思考，可关闭',
   'model.weights': '权重',
   'model.parameters': '{count} 参数',
   'model.size': '大小',

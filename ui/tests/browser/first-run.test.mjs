@@ -26,13 +26,13 @@ test('with a model the app opens the workbench', async () => {
   const page = await ctx.browser.newPage();
   await mockIpc(page, { ...base, model_status: { state: 'ready', info: {
     name: 'Tiny R1', path: '/models/x.gguf', architecture: 'qwen2', quantization: 'Q4K',
-    file_size: 1117320768, context_length: 131072, parameters: 1777088000, reasoning: true } } });
+    file_size: 1117320768, context_length: 131072, parameters: 1777088000, reasoning: true, thinking: 'always' } } });
   await page.goto(ctx.server.url);
   await page.getByTestId('workbench').waitFor();
   await page.getByTestId('tab-settings').click();
   const card = await page.getByTestId('model-card').textContent();
   assert.match(card, /Tiny R1/);
-  assert.match(card, /qwen2 · reasoning/);
+  assert.match(card, /qwen2 · always thinks first/);
   assert.match(card, /Q4K · 1\.8B parameters/);
   assert.match(card, /1\.12 GB/);
   assert.match(card, /131,072 tokens/);
