@@ -51,14 +51,22 @@ fn truncated_files() {
 
 #[test]
 fn unsupported_architecture_is_named() {
+    let (_dir, p) = tmp("mamba.gguf");
+    ponder_engine::gguf_edit::rewrite_metadata(&ponder_testkit::model(ponder_testkit::SMALL), &p, |md| {
+        md.insert("general.architecture".into(), Value::String("mamba".into()));
+    })
+    .unwrap();
+    let e = load(&p);
+    assert!(matches!(&e, EngineError::UnsupportedArchitecture { found, .. } if found == "mamba"), "{e}");
+    assert!(e.to_string().contains("unsupported model architecture `mamba`"));
+    // A family Ponder runs, whose keys the file does not have, gets the missing key by name.
     let (_dir, p) = tmp("llama.gguf");
     ponder_engine::gguf_edit::rewrite_metadata(&ponder_testkit::model(ponder_testkit::SMALL), &p, |md| {
         md.insert("general.architecture".into(), Value::String("llama".into()));
     })
     .unwrap();
     let e = load(&p);
-    assert!(matches!(&e, EngineError::UnsupportedArchitecture { found, .. } if found == "llama"), "{e}");
-    assert!(e.to_string().contains("unsupported model architecture `llama`"));
+    assert!(e.to_string().contains("missing metadata `llama.embedding_length`"), "{e}");
 }
 
 #[test]
