@@ -9,7 +9,7 @@ pub enum EngineError {
     NotGguf { path: PathBuf },
     #[error("{path}: the file is truncated ({detail})")]
     Truncated { path: PathBuf, detail: String },
-    #[error("{path}: unsupported model architecture `{found}` (Ponder runs qwen2-family models)")]
+    #[error("{path}: unsupported model architecture `{found}` (Ponder runs the qwen2, qwen3 and llama families)")]
     UnsupportedArchitecture { path: PathBuf, found: String },
     #[error("{path}: missing metadata `{key}`")]
     MissingMetadata { path: PathBuf, key: String },
