@@ -50,7 +50,8 @@ pub enum Thinking {
 }
 
 impl Thinking {
-    fn of_template(source: &str) -> Self {
+    /// What a template's text says, without compiling it (for showing a model before loading).
+    pub fn of_template(source: &str) -> Self {
         if source.contains("enable_thinking") {
             Thinking::Switchable
         } else if source.contains("</think>") {

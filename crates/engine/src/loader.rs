@@ -459,6 +459,7 @@ pub fn inspect(path: &Path) -> Result<ModelInfo> {
             .ok()
             .and_then(|c| c["chat_template"].as_str().map(String::from))
             .unwrap_or_default();
+        let thinking = Thinking::of_template(&template);
         return Ok(ModelInfo {
             name: path.file_name().unwrap_or_default().to_string_lossy().into_owned(),
             path: path.to_path_buf(),
@@ -467,17 +468,12 @@ pub fn inspect(path: &Path) -> Result<ModelInfo> {
             file_size: size,
             context_length: cfg["max_position_embeddings"].as_u64().unwrap_or(0) as usize,
             parameters: 0,
-            reasoning: template.contains("</think>"),
-            thinking: thinking_of(&template),
+            reasoning: thinking != Thinking::Never,
+            thinking,
         });
     }
     let (ct, size) = read_gguf_header(path)?;
     Ok(gguf_info(path, &ct, size))
-}
-
-/// How a model thinks, from its template's text (a folder's `tokenizer_config.json` holds it).
-fn thinking_of(template_text: &str) -> Thinking {
-    ChatTemplate::new(template_text, "", "").map_or(Thinking::Never, |t| t.thinking())
 }
 
 fn gguf_info(path: &Path, ct: &gguf_file::Content, size: u64) -> ModelInfo {
@@ -492,6 +488,7 @@ fn gguf_info(path: &Path, ct: &gguf_file::Content, size: u64) -> ModelInfo {
     let architecture = md("general.architecture").unwrap_or_default();
     let context_length =
         ct.metadata.get(&format!("{architecture}.context_length")).and_then(|v| v.to_u32().ok()).unwrap_or(0) as usize;
+    let thinking = Thinking::of_template(&md("tokenizer.chat_template").unwrap_or_default());
     ModelInfo {
         name: md("general.name").unwrap_or_else(|| path.file_stem().unwrap_or_default().to_string_lossy().into_owned()),
         path: path.to_path_buf(),
@@ -500,8 +497,8 @@ fn gguf_info(path: &Path, ct: &gguf_file::Content, size: u64) -> ModelInfo {
         file_size: size,
         context_length,
         parameters: params,
-        reasoning: md("tokenizer.chat_template").is_some_and(|t| t.contains("</think>")),
-        thinking: thinking_of(&md("tokenizer.chat_template").unwrap_or_default()),
+        reasoning: thinking != Thinking::Never,
+        thinking,
     }
 }
 
