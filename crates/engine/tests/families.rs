@@ -4,72 +4,17 @@
 //! Llama 3's RoPE divisors read from either file), batch invariance, and a clear error for a
 //! malformed file of each family.
 //!
-//! The bounds are the Qwen2 parity test's (tests/parity.rs explains them): close to the stock
-//! model, and as close to an exact forward (weights dequantized, activations never rounded)
-//! as the stock model is.
+//! The bounds are the Qwen2 parity test's (`ponder_testkit::parity` explains them): close to
+//! the stock model, and as close to an exact forward (weights dequantized, activations never
+//! rounded) as the stock model is.
 
 use candle_core::quantized::gguf_file;
-use candle_core::{Device, Tensor};
-use ponder_engine::decoder::StepInput;
 use ponder_engine::{
     Engine, EngineConfig, Event, Family, GenerateRequest, KQuantKernels, LoadOptions, LoadedModel, Message, SamplingParams,
 };
+use ponder_testkit::parity::{self, logits, rel_err};
 use ponder_testkit::tiny::{llama3_rope_scaling, Quant, Tiny};
 use std::path::{Path, PathBuf};
-
-fn rel_err(a: &[f32], b: &[f32]) -> f32 {
-    let diff: f64 = a.iter().zip(b).map(|(x, y)| ((x - y) as f64).powi(2)).sum();
-    let norm: f64 = b.iter().map(|y| (*y as f64).powi(2)).sum();
-    (diff / norm).sqrt() as f32
-}
-
-/// candle's stock model of a family, one forward at a time.
-enum Stock {
-    Qwen3(candle_transformers::models::quantized_qwen3::ModelWeights),
-    Llama(candle_transformers::models::quantized_llama::ModelWeights),
-}
-
-impl Stock {
-    fn load(family: Family, path: &Path, exact: bool) -> Stock {
-        let path = path.to_owned();
-        // candle reads CANDLE_DEQUANTIZE_ALL once per thread: a fresh thread with it set builds
-        // the exact model.
-        std::thread::spawn(move || {
-            if exact {
-                std::env::set_var("CANDLE_DEQUANTIZE_ALL", "1");
-            }
-            let mut file = std::fs::File::open(&path).unwrap();
-            let ct = gguf_file::Content::read(&mut file).unwrap();
-            let m = match family {
-                Family::Qwen3 => Stock::Qwen3(
-                    candle_transformers::models::quantized_qwen3::ModelWeights::from_gguf(ct, &mut file, &Device::Cpu).unwrap(),
-                ),
-                Family::Llama => Stock::Llama(
-                    candle_transformers::models::quantized_llama::ModelWeights::from_gguf(ct, &mut file, &Device::Cpu).unwrap(),
-                ),
-                Family::Qwen2 => unreachable!("tests/parity.rs"),
-            };
-            std::env::remove_var("CANDLE_DEQUANTIZE_ALL");
-            m
-        })
-        .join()
-        .unwrap()
-    }
-
-    fn forward(&mut self, tokens: &[u32], pos: usize) -> Vec<f32> {
-        let x = Tensor::new(tokens, &Device::Cpu).unwrap().unsqueeze(0).unwrap();
-        let y = match self {
-            Stock::Qwen3(m) => m.forward(&x, pos),
-            Stock::Llama(m) => m.forward(&x, pos),
-        };
-        y.unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap()
-    }
-}
-
-fn logits(m: &LoadedModel, cache: &mut ponder_engine::kv_cache::SeqCache, tokens: &[u32]) -> Vec<f32> {
-    let y = m.model.forward(&mut [StepInput { tokens, cache, want_logits: true }]).unwrap().unwrap();
-    y.flatten_all().unwrap().to_vec1::<f32>().unwrap()
-}
 
 fn load(path: &Path, kernels: KQuantKernels) -> LoadedModel {
     ponder_engine::load(path, &LoadOptions { kernels, ..Default::default() }).unwrap()
@@ -82,40 +27,9 @@ fn tiny_gguf(dir: &Path, tiny: &Tiny, quant: Quant) -> PathBuf {
 }
 
 fn parity(family: Family) {
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    ponder_testkit::threads();
     let dir = tempfile::tempdir().unwrap();
     let path = tiny_gguf(dir.path(), &Tiny::of(family), Quant::Q4K_M);
-    let (with_candle, ponders) = (load(&path, KQuantKernels::Candle), load(&path, KQuantKernels::Ponder));
-    assert_eq!(ponders.info.architecture, family.architecture());
-    let prompt =
-        ponders.template.render(&[Message::user("What is the sum of the first 10 odd numbers? Explain briefly.")]).unwrap();
-    let tokens = ponders.tokenizer.encode_prompt(&prompt).unwrap();
-    let (mut stock, mut exact) = (Stock::load(family, &path, false), Stock::load(family, &path, true));
-    let mut caches = [with_candle.model.new_cache(), ponders.model.new_cache()];
-    let (mut input, mut pos) = (tokens, 0);
-    let (mut sum_ours, mut sum_stock) = ([0f32; 2], 0f32);
-    for step in 0..8 {
-        let theirs = stock.forward(&input, pos);
-        let truth = exact.forward(&input, pos);
-        let stock_exact = rel_err(&theirs, &truth);
-        for (i, (model, cache)) in [&with_candle, &ponders].into_iter().zip(caches.iter_mut()).enumerate() {
-            let ours = logits(model, cache, &input);
-            let (vs_stock, ours_exact) = (rel_err(&ours, &theirs), rel_err(&ours, &truth));
-            let kind = ["candle kernels", "Ponder's kernels"][i];
-            println!("{family} {kind} step {step}: vs stock {vs_stock:.2e}; vs exact {ours_exact:.2e}, stock {stock_exact:.2e}");
-            assert!(vs_stock < 4e-2, "{family} {kind} step {step}: {vs_stock} from the stock model");
-            assert!(ours_exact < 1.5 * stock_exact, "{family} {kind} step {step}: {ours_exact} from exact, stock {stock_exact}");
-            sum_ours[i] += ours_exact;
-        }
-        sum_stock += stock_exact;
-        pos += input.len();
-        input = vec![ponder_engine::sampler::argmax(&truth)];
-    }
-    for sum in sum_ours {
-        assert!(sum < 1.2 * sum_stock, "{family}: mean error {} against the stock model's {}", sum / 8.0, sum_stock / 8.0);
-    }
+    parity::check(&path);
 }
 
 #[test]

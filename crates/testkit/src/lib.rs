@@ -6,6 +6,8 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+pub mod hub;
+pub mod parity;
 pub mod tiny;
 
 /// Qwen2.5-Coder-0.5B-Instruct, Q4_K_M: fast, for tests.

@@ -36,6 +36,7 @@ pub struct Tiny {
     pub rope_theta: f32,
     /// Hugging Face's `rope_scaling` (Llama 3's, say); written as `rope_freqs.weight` in GGUF.
     pub rope_scaling: Option<serde_json::Value>,
+    pub context_length: usize,
     pub seed: u64,
 }
 
@@ -56,6 +57,22 @@ impl Quant {
 }
 
 impl Tiny {
+    /// `family` at the size of the 1.5B stand-in (Qwen2.5-1.5B: 28 layers of 1,536 values, 12
+    /// heads of 128 sharing 2 key/value heads, 8,960 in the MLP), for speed measurements of a
+    /// family whose real weights cannot be fetched here.
+    pub fn at_1_5b(family: Family) -> Self {
+        Tiny {
+            hidden: 1536,
+            heads: 12,
+            kv_heads: 2,
+            head_dim: 128,
+            ffn: 8960,
+            layers: 28,
+            context_length: 32768,
+            ..Tiny::of(family)
+        }
+    }
+
     /// Two layers of 256 values, 4 heads sharing 2 key/value heads: the ratios of the real
     /// models, small enough to build in a moment. Qwen3's heads are twice the hidden size over
     /// the heads, as in Qwen3-0.6B (16 heads of 128 over 1,024); Llama's output is untied.
@@ -72,6 +89,7 @@ impl Tiny {
             tied: family != Family::Llama,
             rope_theta: if family == Family::Llama { 500_000.0 } else { 1_000_000.0 },
             rope_scaling: None,
+            context_length: 1024,
             seed: 7,
         }
     }
@@ -140,7 +158,7 @@ impl Tiny {
             ("attention.head_count_kv", u(self.kv_heads)),
             ("block_count", u(self.layers)),
             ("feed_forward_length", u(self.ffn)),
-            ("context_length", u(1024)),
+            ("context_length", u(self.context_length)),
             ("attention.layer_norm_rms_epsilon", V::F32(1e-6)),
             ("rope.freq_base", V::F32(self.rope_theta)),
         ] {
