@@ -165,3 +165,44 @@ fn config_file_gives_defaults_and_flags_win() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.starts_with(&format!("ponder: {}", cfg.display())) && err.contains("unknown field `modle`"), "{err}");
 }
+
+#[test]
+fn models_pull_fetches_a_catalogue_model_by_name_and_commands_then_find_it() {
+    let d = tempfile::tempdir().unwrap();
+    let bytes = b"GGUF stand-in bytes".repeat(4096);
+    let hub = ponder_testkit::hub::FakeHub::catalogue(bytes.clone());
+    let cmd = |args: &[&str]| {
+        let out = ponder()
+            .env("HF_HOME", d.path())
+            .env("HF_ENDPOINT", &hub.url)
+            .env_remove("PONDER_MODEL")
+            .args(args)
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    // Every catalogue model is listed, none downloaded yet.
+    let (code, list, _) = cmd(&["models", "list"]);
+    assert_eq!(code, Some(0));
+    for m in ponder_engine::catalog::MODELS {
+        assert!(list.contains(m.id) && list.contains(&format!("`ponder models pull {}`", m.id)), "{list}");
+    }
+    // A name that is not in the list says which names are.
+    let (code, _, err) = cmd(&["models", "pull", "qwen9"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no model named \"qwen9\"") && err.contains("qwen3-1.7b, qwen3-4b"), "{err}");
+    // A name not yet downloaded, given as --model, says how to get it.
+    let (code, _, err) = cmd(&["--model", "qwen3-4b", "models", "path"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("Qwen3-4B is not downloaded yet: `ponder models pull qwen3-4b`"), "{err}");
+
+    let (code, out, err) = cmd(&["models", "pull", "Qwen3-4B"]);
+    assert_eq!(code, Some(0), "{err}");
+    let path = std::path::PathBuf::from(out.trim());
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    assert!(path.ends_with("Qwen3-4B-Q4_K_M.gguf"), "{}", path.display());
+    let (_, list, _) = cmd(&["models", "list"]);
+    assert!(list.contains(&format!("downloaded: {}", path.display())), "{list}");
+    let (code, out, _) = cmd(&["--model", "qwen3-4b", "models", "path"]);
+    assert_eq!((code, out.trim()), (Some(0), path.to_str().unwrap()));
+}

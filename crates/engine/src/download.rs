@@ -1,13 +1,10 @@
-//! Fetching the default model from the Hugging Face hub into the standard HF cache. Downloads
-//! resume from a partial file; once cached, the model is found without any network.
+//! Fetching a catalogue model ([`crate::catalog`]) from the Hugging Face hub into the standard HF
+//! cache, which other tools share. Downloads resume from a partial file; once cached, a model is
+//! found without any network.
 
+use crate::catalog::{self, CatalogModel};
 use crate::error::{EngineError, Result};
 use std::path::PathBuf;
-
-/// The model Ponder is made for.
-pub const DEFAULT_REPO: &str = "unsloth/DeepSeek-R1-Distill-Qwen-1.5B-GGUF";
-pub const DEFAULT_FILE: &str = "DeepSeek-R1-Distill-Qwen-1.5B-Q4_K_M.gguf";
-pub const DEFAULT_DISPLAY_NAME: &str = "DeepSeek-R1-Distill-Qwen-1.5B (Q4_K_M, 1.1 GB)";
 
 /// Download progress, reported as bytes arrive.
 pub trait Progress: Send {
@@ -22,7 +19,7 @@ pub trait Progress: Send {
     }
 }
 
-/// Unwinds out of hf-hub when the user cancels (see [`download_default_model`]).
+/// Unwinds out of hf-hub when the user cancels (see [`download`]).
 struct Cancelled;
 
 struct Adapter<P: Progress>(P);
@@ -42,15 +39,25 @@ impl<P: Progress> hf_hub::api::Progress for Adapter<P> {
     }
 }
 
+/// A model's path in the HF cache, if it has been downloaded. No network.
+pub fn cached(model: &CatalogModel) -> Option<PathBuf> {
+    let cache = hf_hub::Cache::from_env();
+    cache.model(model.repo.to_string()).get(model.file)
+}
+
 /// The default model's path in the HF cache, if it has been downloaded. No network.
 pub fn cached_default_model() -> Option<PathBuf> {
-    let cache = hf_hub::Cache::from_env();
-    cache.model(DEFAULT_REPO.to_string()).get(DEFAULT_FILE)
+    cached(catalog::default_model())
 }
 
 /// Downloads (or resumes downloading) the default model; returns its path in the cache.
 pub fn download_default_model(progress: impl Progress + 'static) -> Result<PathBuf> {
-    if let Some(p) = cached_default_model() {
+    download(catalog::default_model(), progress)
+}
+
+/// Downloads (or resumes downloading) a model; returns its path in the cache.
+pub fn download(model: &CatalogModel, progress: impl Progress + 'static) -> Result<PathBuf> {
+    if let Some(p) = cached(model) {
         return Ok(p);
     }
     let api = hf_hub::api::sync::ApiBuilder::from_env()
@@ -62,7 +69,7 @@ pub fn download_default_model(progress: impl Progress + 'static) -> Result<PathB
     // `resume_unwind`, so no panic message is printed). The bytes written so far stay in the
     // cache's `.part` file, from which the next download resumes.
     let download = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        api.model(DEFAULT_REPO.to_string()).download_with_progress(DEFAULT_FILE, Adapter(progress))
+        api.model(model.repo.to_string()).download_with_progress(model.file, Adapter(progress))
     }));
     match download {
         Ok(result) => result.map_err(|e| EngineError::Download(e.to_string())),

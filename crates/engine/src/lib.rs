@@ -6,6 +6,7 @@
 
 pub mod attention;
 pub mod bench;
+pub mod catalog;
 pub mod chat_template;
 pub mod decoder;
 pub mod download;
@@ -27,7 +28,8 @@ mod sequence;
 pub mod stream;
 pub mod tokenizer;
 
-pub use chat_template::{Message, Role};
+pub use catalog::CatalogModel;
+pub use chat_template::{Message, Role, Thinking};
 pub use engine::{Canceller, Engine, EngineConfig, EngineStats, RequestHandle};
 pub use error::{panic_message, EngineError, InvalidRequest, Result};
 pub use family::Family;

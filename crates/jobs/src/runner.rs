@@ -321,6 +321,7 @@ impl<'a, F: FnMut(JobEvent)> Run<'a, F> {
                 },
                 max_tokens: opts.max_tokens,
                 thinking_budget: opts.thinking_budget,
+                thinking: opts.thinking,
                 n: take.len(),
                 priority: Priority::Batch,
                 ..GenerateRequest::chat(vec![Message::user(prompt_for(&self.problems[p].question, opts))])

@@ -73,6 +73,9 @@ pub struct JobOptions {
     /// A sample budget instead of a fixed count: each problem starts with `samples` and draws
     /// more, up to this many, while its verdict is unsure (`samples_wanted`).
     pub max_samples: Option<usize>,
+    /// Thinking on or off, for models whose template has the switch (Qwen3); `None` leaves the
+    /// model's default. R1 models always think and non-reasoning models never do.
+    pub thinking: Option<bool>,
 }
 
 impl Default for JobOptions {
@@ -87,6 +90,7 @@ impl Default for JobOptions {
             seed: None,
             math_instruction: true,
             max_samples: None,
+            thinking: None,
         }
     }
 }

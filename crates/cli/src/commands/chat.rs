@@ -10,6 +10,9 @@ pub struct Args {
     /// Do not show the thinking.
     #[arg(long)]
     no_think: bool,
+    /// Turn the model's thinking on or off, where its template allows (Qwen3).
+    #[arg(long, value_enum)]
+    think: Option<super::Think>,
     /// Print events as JSON lines.
     #[arg(long)]
     json: bool,
@@ -43,6 +46,7 @@ pub fn run(args: Args, model: Option<PathBuf>) -> Result<()> {
     let req = GenerateRequest {
         max_tokens: args.max_tokens,
         thinking_budget: args.think_budget,
+        thinking: super::Think::wanted(args.think),
         sampling: SamplingParams { temperature: args.temperature, top_p: args.top_p, seed: args.seed, ..Default::default() },
         priority: Priority::Interactive,
         ..GenerateRequest::chat(vec![Message::user(question)])

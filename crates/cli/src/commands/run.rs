@@ -30,6 +30,9 @@ pub struct Args {
     /// Close each thought after this many thinking tokens.
     #[arg(long)]
     think_budget: Option<usize>,
+    /// Turn the model's thinking on or off, where its template allows (Qwen3).
+    #[arg(long, value_enum)]
+    think: Option<super::Think>,
     /// Sequences generated at once (on a remote server: requests in flight).
     #[arg(long, default_value_t = 8)]
     concurrency: usize,
@@ -91,6 +94,7 @@ pub fn run(args: Args, model: Option<PathBuf>, interrupted: JobControl) -> Resul
         max_samples,
         max_tokens: args.max_tokens,
         thinking_budget: args.think_budget,
+        thinking: super::Think::wanted(args.think),
         temperature: args.temperature,
         seed: args.seed,
         ..Default::default()
