@@ -63,7 +63,8 @@ pub fn run() {
         .invoke_handler(tauri::generate_handler![
             model::commands::model_status,
             model::commands::open_model,
-            model::commands::download_default_model,
+            model::commands::model_catalog,
+            model::commands::download_model,
             model::commands::cancel_download,
             files::commands::pick_question_files,
             files::commands::pick_model,
@@ -75,6 +76,7 @@ pub fn run() {
             chat::commands::list_conversations,
             chat::commands::create_conversation,
             chat::commands::rename_conversation,
+            chat::commands::set_conversation_thinking,
             chat::commands::delete_conversation,
             chat::commands::get_messages,
             chat::commands::send_message,

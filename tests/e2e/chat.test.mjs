@@ -38,6 +38,9 @@ test('chat: thinking and answer stream in from the real model, and the conversat
   try {
     await app.find('[data-testid=workbench]');
     await app.waitUntil(`return document.querySelector('[data-testid=status-model]')?.textContent`, 'the model to load', 120000);
+    // R1 models always think: the Think switch is shown on and fixed, and the status bar says so.
+    assert.deepEqual(await app.run(`const t = document.querySelector('[data-testid=think-toggle]'); return [t.checked, t.disabled]`), [true, true]);
+    assert.match(await app.text('[data-testid=status-architecture]'), /^qwen2 · always thinks first$/);
     await app.run(RECORD);
     await app.type('[data-testid=composer]', 'What is 2 + 3?');
     await app.click('[data-testid=send]');

@@ -19,6 +19,9 @@ fn declarations() -> String {
         ponder_engine::Channel::decl(&cfg),
         model::ModelStatus::decl(&cfg),
         model::DownloadEvent::decl(&cfg),
+        ponder_engine::CatalogModel::decl(&cfg),
+        ponder_engine::Family::decl(&cfg),
+        model::CatalogEntry::decl(&cfg),
         engine::EngineStatus::decl(&cfg),
         // Settings and the server.
         settings::Language::decl(&cfg),

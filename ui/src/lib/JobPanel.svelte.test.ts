@@ -21,7 +21,7 @@ function table(state: JobTable['summary']['state'], problems: ProblemStatus[], r
   return {
     summary: { id: 3, name: 'set.csv', source: '/s/set.csv', state, created_at: 0, problems: problems.length,
       samples_total: problems.length * 2, samples_done: problems.reduce((n, p) => n + p.samples_done, 0), has_key: true },
-    options: { samples: 2, max_tokens: 100, thinking_budget: null, temperature: 0.6, top_p: 0.95, seed: null, math_instruction: true, max_samples: null },
+    options: { samples: 2, max_tokens: 100, thinking_budget: null, temperature: 0.6, top_p: 0.95, seed: null, math_instruction: true, max_samples: null, thinking: null },
     problems,
     counts: { confirmed: count('confirmed'), disputed: count('disputed'), unsure: count('unsure'), answered: 0,
       pending: problems.filter((p) => !p.verdict).length, samples_done: problems.reduce((n, p) => n + p.samples_done, 0),

@@ -2,7 +2,7 @@
 // so tests can mock the IPC at a single seam. The types are generated from Rust's
 // (`bindings.ts`, `make bindings`), never written here.
 import { Channel, invoke } from '@tauri-apps/api/core';
-import type { ChatEvent, ChatMessage, CommandError, Conversation, DownloadEvent, EngineStatus, ExportFormat, FilePreview, JobOptions,
+import type { CatalogEntry, ChatEvent, ChatMessage, CommandError, Conversation, DownloadEvent, EngineStatus, ExportFormat, FilePreview, JobOptions,
   JobSummary, JobTable, JobUiEvent, ModelStatus, SampleRow, Sent, ServerStatus, Settings, RunOn } from './bindings';
 
 export type * from './bindings';
@@ -15,10 +15,16 @@ export function openModel(path: string): Promise<ModelStatus> {
   return invoke<ModelStatus>('open_model', { path });
 }
 
-export function downloadDefaultModel(onEvent: (e: DownloadEvent) => void): Promise<ModelStatus> {
+/** The models Ponder offers (the default first), and which are downloaded. */
+export function modelCatalog(): Promise<CatalogEntry[]> {
+  return invoke<CatalogEntry[]>('model_catalog');
+}
+
+/** Downloads a catalogue model (the default for null), resuming a partial download, and switches to it. */
+export function downloadModel(id: string | null, onEvent: (e: DownloadEvent) => void): Promise<ModelStatus> {
   const channel = new Channel<DownloadEvent>();
   channel.onmessage = onEvent;
-  return invoke<ModelStatus>('download_default_model', { onEvent: channel });
+  return invoke<ModelStatus>('download_model', { id, onEvent: channel });
 }
 
 export function cancelDownload(): Promise<void> {
@@ -62,6 +68,8 @@ export const chat = {
   list: (query = '') => invoke<Conversation[]>('list_conversations', { query }),
   create: () => invoke<Conversation>('create_conversation'),
   rename: (id: number, title: string) => invoke<void>('rename_conversation', { id, title }),
+  /** The conversation's Think switch; null follows the model. */
+  setThinking: (id: number, thinking: boolean | null) => invoke<Conversation>('set_conversation_thinking', { id, thinking }),
   remove: (id: number) => invoke<void>('delete_conversation', { id }),
   messages: (conversationId: number) => invoke<ChatMessage[]>('get_messages', { conversationId }),
   send: (conversationId: number, content: string, onEvent: (e: ChatEvent) => void) =>

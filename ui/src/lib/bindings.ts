@@ -30,6 +30,36 @@ export type ModelStatus = { "state": "missing", default_model: string, } | { "st
 
 export type DownloadEvent = { "event": "started", total_bytes: number, } | { "event": "progress", downloaded_bytes: number, total_bytes: number, bytes_per_second: number, } | { "event": "finished", path: string, } | { "event": "failed", error: CommandError, };
 
+export type CatalogModel = { 
+/**
+ * Short name for `ponder models pull NAME` and the app's settings.
+ */
+id: string, display_name: string, repo: string, file: string, 
+/**
+ * The file's size, rounded: the hub gives the exact figure when the download starts.
+ */
+approx_bytes: number, 
+/**
+ * Memory the machine should have to run it with a few thousand tokens of context.
+ */
+min_ram_gb: number, family: Family, thinking: Thinking, 
+/**
+ * What it is good at, in a sentence (the app shows its own translation by `id`).
+ */
+good_for: string, };
+
+export type Family = "qwen2" | "qwen3" | "llama";
+
+export type CatalogEntry = { model: CatalogModel, 
+/**
+ * Where it is in the Hugging Face cache, once downloaded.
+ */
+downloaded: string | null, 
+/**
+ * It is the model the app uses now.
+ */
+current: boolean, };
+
 export type EngineStatus = { "state": "empty" } | { "state": "loading", path: string, } | { "state": "ready", model: ModelInfo, stats: EngineStats, } | { "state": "failed", path: string, error: CommandError, };
 
 export type Language = "en" | "zh-CN";
@@ -73,7 +103,12 @@ remote_model: string | null, language: Language, theme: Theme, };
 
 export type ServerStatus = { "state": "off" } | { "state": "starting", port: number, } | { "state": "on", port: number, url: string, } | { "state": "failed", port: number, error: CommandError, };
 
-export type Conversation = { id: number, title: string, updated_at: number, };
+export type Conversation = { id: number, title: string, updated_at: number, 
+/**
+ * The conversation's *Think* switch: `None` follows the model (on for reasoning models).
+ * Only models whose template has the switch (Qwen3) are affected.
+ */
+thinking: boolean | null, };
 
 export type Role = "user" | "assistant";
 
@@ -159,7 +194,12 @@ math_instruction: boolean,
  * A sample budget instead of a fixed count: each problem starts with `samples` and draws
  * more, up to this many, while its verdict is unsure (`samples_wanted`).
  */
-max_samples: number | null, };
+max_samples: number | null, 
+/**
+ * Thinking on or off, for models whose template has the switch (Qwen3); `None` leaves the
+ * model's default. R1 models always think and non-reasoning models never do.
+ */
+thinking: boolean | null, };
 
 export type JobState = "queued" | "running" | "paused" | "cancelled" | "done";
 

@@ -26,6 +26,28 @@ export class ChatController {
   messages = $state<ShownMessage[]>([]);
   error = $state<string | null>(null);
 
+  /** The Think switch chosen before a new conversation exists; it is kept when one is made. */
+  pendingThinking = $state<boolean | null>(null);
+
+  /** The open conversation's Think switch (null: the model's default). */
+  get thinking(): boolean | null {
+    if (this.activeId === null) return this.pendingThinking;
+    return this.conversations.find((c) => c.id === this.activeId)?.thinking ?? null;
+  }
+
+  async setThinking(on: boolean | null) {
+    if (this.activeId === null) {
+      this.pendingThinking = on;
+      return;
+    }
+    try {
+      const updated = await chat.setThinking(this.activeId, on);
+      this.conversations = this.conversations.map((c) => (c.id === updated.id ? updated : c));
+    } catch (e) {
+      this.error = errorText(e);
+    }
+  }
+
   /** Whether the open conversation has a reply being written. */
   get streaming(): boolean {
     return this.messages.some((m) => m.role === 'assistant' && m.finish_reason === null && !m.error);
@@ -74,7 +96,10 @@ export class ChatController {
     this.error = null;
     try {
       if (this.activeId === null) {
-        const c = await chat.create();
+        let c = await chat.create();
+        if (this.pendingThinking !== null) c = await chat.setThinking(c.id, this.pendingThinking);
+        this.pendingThinking = null;
+        this.conversations = [c, ...this.conversations];
         this.activeId = c.id;
         this.messages = [];
       }

@@ -112,6 +112,44 @@ test('chat: Stop asks Rust to stop the reply', async () => {
   await page.close();
 });
 
+test('chat: the Think switch belongs to the conversation, and is fixed for a model that always thinks', async () => {
+  const page = await ctx.browser.newPage();
+  const qwen3 = { ...info, name: 'Tiny Qwen3', architecture: 'qwen3', thinking: 'switchable' };
+  await mockIpc(page, { ...chatMocks, model_status: { state: 'ready', info: qwen3 },
+    set_conversation_thinking: ({ id, thinking }) => {
+      const c = window.__db.convs.find((x) => x.id === id);
+      c.thinking = thinking;
+      (window.__thinkCalls ??= []).push([id, thinking]);
+      return c;
+    } });
+  await page.goto(ctx.server.url);
+  const toggle = page.getByTestId('think-toggle');
+  assert.equal(await toggle.isChecked(), true, 'on by default for a model that can think');
+  assert.equal(await toggle.isEnabled(), true);
+  // Turned off before the first question: the new conversation keeps it.
+  await toggle.click();
+  await page.getByTestId('composer').fill('What is 2 + 2?');
+  await page.getByTestId('send').click();
+  await page.getByTestId('stats').waitFor();
+  assert.deepEqual(await page.evaluate(() => window.__thinkCalls), [[1, false]]);
+  assert.equal(await toggle.isChecked(), false);
+  // A new conversation follows the model again; the first keeps its own switch.
+  await page.getByTestId('new-chat').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid=think-toggle]').checked);
+  await page.getByTestId('conversation').filter({ hasText: 'What is 2 + 2?' }).locator('button.title').click();
+  await page.waitForFunction(() => !document.querySelector('[data-testid=think-toggle]').checked);
+  await page.close();
+
+  // An R1 model always thinks: on, and not to be changed.
+  const r1 = await ctx.browser.newPage();
+  await mockIpc(r1, chatMocks);
+  await r1.goto(ctx.server.url);
+  assert.equal(await r1.getByTestId('think-toggle').isChecked(), true);
+  assert.equal(await r1.getByTestId('think-toggle').isDisabled(), true);
+  assert.equal(await r1.getByTestId('think').getAttribute('title'), 'This model always thinks before it answers.');
+  await r1.close();
+});
+
 test('settings: switching to Chinese translates the window and is saved', async () => {
   const page = await ctx.browser.newPage();
   await mockIpc(page, { ...chatMocks, save_settings: ({ settings }) => { window.__saved = settings; return settings; } });

@@ -22,6 +22,34 @@ test('first run: without a model the app offers the download and a local file', 
   await page.close();
 });
 
+test('first run: the other models are listed, and one downloads with progress', async () => {
+  const page = await ctx.browser.newPage();
+  const model = (id, display_name, approx_bytes, family, thinking) => ({ id, display_name, repo: `unsloth/${display_name}-GGUF`,
+    file: `${display_name}-Q4_K_M.gguf`, approx_bytes, min_ram_gb: 4, family, thinking, good_for: 'x' });
+  await mockIpc(page, { ...base, model_status: { state: 'missing', default_model: 'Default R1 1.5B' },
+    model_catalog: [
+      { model: model('deepseek-r1-distill-qwen-1.5b', 'DeepSeek-R1-Distill-Qwen-1.5B', 1.12e9, 'qwen2', 'always'), downloaded: null, current: false },
+      { model: model('qwen3-1.7b', 'Qwen3-1.7B', 1.11e9, 'qwen3', 'switchable'), downloaded: null, current: false },
+    ],
+    cancel_download: null,
+    download_model: ({ id, onEvent }) => {
+      window.__downloading = id;
+      window.__emit(onEvent, { event: 'started', total_bytes: 1.11e9 });
+      window.__emit(onEvent, { event: 'progress', downloaded_bytes: 2.5e8, total_bytes: 1.11e9, bytes_per_second: 5e7 });
+      return new Promise(() => {});
+    } });
+  await page.goto(ctx.server.url);
+  await page.getByTestId('other-models').locator('summary').click();
+  const rows = page.getByTestId('catalog-model');
+  assert.equal(await rows.count(), 1, 'the default has its own button');
+  assert.match(await rows.first().textContent(), /Qwen3-1\.7B \(Q4_K_M, 1\.1 GB\).*qwen3 · thinks first unless turned off · needs 4 GB of memory/s);
+  await page.getByTestId('catalog-action').click();
+  await page.getByTestId('download-progress').waitFor();
+  assert.equal(await page.evaluate(() => window.__downloading), 'qwen3-1.7b');
+  assert.match(await page.getByTestId('download-progress').textContent(), /Downloading Qwen3-1\.7B \(Q4_K_M, 1\.1 GB\).*250 MB of 1\.11 GB · 50 MB\/s · 17 s left/s);
+  await page.close();
+});
+
 test('with a model the app opens the workbench', async () => {
   const page = await ctx.browser.newPage();
   await mockIpc(page, { ...base, model_status: { state: 'ready', info: {

@@ -26,6 +26,14 @@ pub fn rename_conversation(chat: Chat<'_>, id: i64, title: String) -> Result<(),
     chat.store.lock().unwrap().rename(id, title.trim()).map_err(CommandError::from)
 }
 
+/// The conversation's *Think* switch, for its next replies (`None`: the model's default).
+#[tauri::command]
+pub fn set_conversation_thinking(chat: Chat<'_>, id: i64, thinking: Option<bool>) -> Result<Conversation, CommandError> {
+    let store = chat.store.lock().unwrap();
+    store.set_thinking(id, thinking)?;
+    store.conversation(id).map_err(CommandError::from)
+}
+
 #[tauri::command]
 pub fn delete_conversation(chat: Chat<'_>, id: i64) -> Result<(), CommandError> {
     chat.stop(id);

@@ -129,11 +129,12 @@ impl ChatState {
         }
         let prepared = (|| {
             let store = self.store.lock().unwrap();
+            let thinking = store.conversation(conversation_id)?.thinking;
             let history = history(store.messages(conversation_id)?);
             let reply = store.add(conversation_id, Role::Assistant, "")?;
-            Ok::<_, store::ChatStoreError>((history, reply))
+            Ok::<_, store::ChatStoreError>((history, thinking, reply))
         })();
-        let (history, reply) = match prepared {
+        let (history, thinking, reply) = match prepared {
             Ok(p) => p,
             Err(e) => {
                 self.running.lock().unwrap().remove(&conversation_id);
@@ -144,6 +145,7 @@ impl ChatState {
             sampling: SamplingParams { temperature: settings.temperature, top_p: settings.top_p, ..Default::default() },
             max_tokens: settings.max_tokens,
             thinking_budget: settings.thinking_budget,
+            thinking,
             priority: Priority::Interactive,
             ..GenerateRequest::chat(history)
         };
@@ -381,5 +383,39 @@ mod tests {
         assert_eq!(error.code, "chat.context_full", "{error:?}");
         assert_eq!(error.params["context_length"], "2048");
         assert_eq!(failed.finish_reason.as_deref(), Some("error"));
+    }
+
+    #[test]
+    fn a_conversations_think_switch_reaches_a_model_that_has_one() {
+        use ponder_testkit::tiny::{Quant, Tiny, Value, QWEN3_TEMPLATE};
+        ponder_testkit::threads();
+        let dir = tempfile::tempdir().unwrap();
+        let model = dir.path().join("tiny-qwen3.gguf");
+        Tiny::of(ponder_engine::Family::Qwen3).write_gguf(&model, Quant::Q8_0, |md| {
+            md.insert("tokenizer.chat_template".into(), Value::String(QWEN3_TEMPLATE.into()));
+        });
+        let settings = Settings { max_tokens: 8, temperature: 0.0, context_size: 1024, ..Settings::default() };
+        let engine = Arc::new(EngineState::default());
+        engine.load(model, &settings);
+        let chat = Arc::new(ChatState::new(ChatStore::open_or_move_aside(&dir.path().join("chat.sqlite")).unwrap().0));
+        let reply_in = |thinking: Option<bool>| {
+            let store = chat.store.lock().unwrap();
+            let conv = store.create(store::UNTITLED).unwrap();
+            store.set_thinking(conv.id, thinking).unwrap();
+            store.add(conv.id, Role::User, "What is 2 + 3?").unwrap();
+            drop(store);
+            let (tx, rx) = mpsc::channel();
+            chat.start_reply(conv.id, engine.clone(), &settings, tx).unwrap();
+            let (_, saved, error) = finished(&rx);
+            assert_eq!(error, None);
+            saved.stats.unwrap()
+        };
+        // Qwen3 thinks unless the conversation turns it off; random weights never close the thought.
+        for on in [None, Some(true)] {
+            let stats = reply_in(on);
+            assert!(stats.thinking_tokens > 0 && stats.answer_tokens == 0, "{on:?}: {stats:?}");
+        }
+        let off = reply_in(Some(false));
+        assert!(off.thinking_tokens == 0 && off.answer_tokens > 0, "{off:?}");
     }
 }

@@ -12,6 +12,9 @@ pub struct Conversation {
     pub id: i64,
     pub title: String,
     pub updated_at: i64,
+    /// The conversation's *Think* switch: `None` follows the model (on for reasoning models).
+    /// Only models whose template has the switch (Qwen3) are affected.
+    pub thinking: Option<bool>,
 }
 
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -87,6 +90,8 @@ const SCHEMA: Schema = Schema {
             stats TEXT,
             created_at INTEGER NOT NULL);
          CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id);",
+        // 2: a conversation's Think switch (NULL: the model's default).
+        "ALTER TABLE conversations ADD COLUMN thinking INTEGER;",
     ],
 };
 
@@ -115,23 +120,31 @@ impl ChatStore {
     pub fn conversations(&self, query: &str) -> Result<Vec<Conversation>> {
         let pattern = format!("%{}%", query.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
         let mut stmt = self.db.prepare(
-            "SELECT id, title, updated_at FROM conversations c
+            "SELECT id, title, updated_at, thinking FROM conversations c
              WHERE ?1 = '%%' OR title LIKE ?1 ESCAPE '\\'
                 OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.content LIKE ?1 ESCAPE '\\')
              ORDER BY updated_at DESC, id DESC",
         )?;
-        let rows = stmt.query_map([pattern], |r| Ok(Conversation { id: r.get(0)?, title: r.get(1)?, updated_at: r.get(2)? }))?;
+        let rows = stmt.query_map([pattern], row_to_conversation)?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
     pub fn create(&self, title: &str) -> Result<Conversation> {
         let t = now();
         self.db.execute("INSERT INTO conversations (title, created_at, updated_at) VALUES (?1, ?2, ?2)", params![title, t])?;
-        Ok(Conversation { id: self.db.last_insert_rowid(), title: title.to_string(), updated_at: t })
+        Ok(Conversation { id: self.db.last_insert_rowid(), title: title.to_string(), updated_at: t, thinking: None })
     }
 
     pub fn rename(&self, id: i64, title: &str) -> Result<()> {
         match self.db.execute("UPDATE conversations SET title = ?2 WHERE id = ?1", params![id, title])? {
+            0 => Err(ChatStoreError::NoConversation(id)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Sets the conversation's *Think* switch (`None`: back to the model's default).
+    pub fn set_thinking(&self, id: i64, thinking: Option<bool>) -> Result<()> {
+        match self.db.execute("UPDATE conversations SET thinking = ?2 WHERE id = ?1", params![id, thinking])? {
             0 => Err(ChatStoreError::NoConversation(id)),
             _ => Ok(()),
         }
@@ -144,9 +157,7 @@ impl ChatStore {
 
     pub fn conversation(&self, id: i64) -> Result<Conversation> {
         self.db
-            .query_row("SELECT id, title, updated_at FROM conversations WHERE id = ?1", [id], |r| {
-                Ok(Conversation { id: r.get(0)?, title: r.get(1)?, updated_at: r.get(2)? })
-            })
+            .query_row("SELECT id, title, updated_at, thinking FROM conversations WHERE id = ?1", [id], row_to_conversation)
             .optional()?
             .ok_or(ChatStoreError::NoConversation(id))
     }
@@ -235,6 +246,10 @@ impl ChatStore {
     }
 }
 
+fn row_to_conversation(r: &rusqlite::Row<'_>) -> rusqlite::Result<Conversation> {
+    Ok(Conversation { id: r.get(0)?, title: r.get(1)?, updated_at: r.get(2)?, thinking: r.get(3)? })
+}
+
 fn row_to_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<ChatMessage> {
     let role: String = r.get(2)?;
     let stats: Option<String> = r.get(6)?;
@@ -321,5 +336,31 @@ mod tests {
         s.delete(c.id).unwrap();
         assert!(matches!(s.messages(c.id), Err(ChatStoreError::NoConversation(_))));
         assert!(matches!(s.message(q.id), Err(ChatStoreError::NoMessage(_))));
+    }
+
+    #[test]
+    fn a_conversations_think_switch_is_kept_and_older_files_gain_it() {
+        let (d, s) = store();
+        let c = s.create("t").unwrap();
+        assert_eq!(c.thinking, None);
+        s.set_thinking(c.id, Some(false)).unwrap();
+        assert_eq!(s.conversation(c.id).unwrap().thinking, Some(false));
+        assert_eq!(s.conversations("").unwrap()[0].thinking, Some(false));
+        s.set_thinking(c.id, None).unwrap();
+        assert_eq!(s.conversation(c.id).unwrap().thinking, None);
+        assert!(matches!(s.set_thinking(c.id + 1, Some(true)), Err(ChatStoreError::NoConversation(_))));
+
+        // A history written before the switch existed opens with its conversations following the model.
+        let old_path = d.path().join("old.sqlite");
+        let old = Connection::open(&old_path).unwrap();
+        old.execute_batch(SCHEMA.migrations[0]).unwrap();
+        old.execute("INSERT INTO conversations VALUES (1, 'Old', 1, 1)", []).unwrap();
+        drop(old);
+        let (s, moved) = ChatStore::open_or_move_aside(&old_path).unwrap();
+        assert!(moved.is_none());
+        let c = s.conversation(1).unwrap();
+        assert_eq!((c.title.as_str(), c.thinking), ("Old", None));
+        s.set_thinking(1, Some(true)).unwrap();
+        assert_eq!(s.conversation(1).unwrap().thinking, Some(true));
     }
 }

@@ -1,4 +1,4 @@
-use super::{DownloadEvent, DownloadState, ModelStatus};
+use super::{CatalogEntry, DownloadEvent, DownloadState, ModelStatus};
 use crate::core::engine::EngineState;
 use crate::core::error::CommandError;
 use crate::core::files::{Access, FileGrants};
@@ -41,16 +41,29 @@ pub fn open_model(
     Ok(ModelStatus::Ready { info })
 }
 
-/// Fetches the default model into the Hugging Face cache (resuming a partial download), then
-/// loads it. Progress arrives on `on_event`.
+/// The models Ponder offers, which of them are downloaded, and which is in use.
+#[tauri::command]
+pub fn model_catalog(settings: State<'_, SettingsState>) -> Vec<CatalogEntry> {
+    super::catalog(&settings.get())
+}
+
+/// Fetches a catalogue model (the default without an id) into the Hugging Face cache (resuming a
+/// partial download), then loads it in place of the current one. Progress arrives on `on_event`.
 #[tauri::command(async)]
-pub fn download_default_model(
+pub fn download_model(
+    app: tauri::AppHandle,
     settings: State<'_, SettingsState>,
     engine: State<'_, Arc<EngineState>>,
     server: State<'_, ServerState>,
     download: State<'_, DownloadState>,
+    id: Option<String>,
     on_event: Channel<DownloadEvent>,
 ) -> Result<ModelStatus, CommandError> {
+    let model = match id {
+        None => ponder_engine::catalog::default_model(),
+        Some(id) => ponder_engine::catalog::find(&id)
+            .ok_or_else(|| CommandError::coded("download.unknown_model", format!("no model named {id:?}"), &[("id", id)]))?,
+    };
     struct Report {
         channel: Channel<DownloadEvent>,
         cancel: Arc<AtomicBool>,
@@ -86,15 +99,23 @@ pub fn download_default_model(
     }
     let cancel = download.begin()?;
     let report = Report { channel: on_event.clone(), cancel, total: 0, done: 0, since: Instant::now(), last_sent: None };
-    let outcome = ponder_engine::download::download_default_model(report);
+    let outcome = ponder_engine::download::download(model, report);
     download.end();
     match outcome {
         Ok(path) => {
             let _ = on_event.send(DownloadEvent::Finished { path: path.display().to_string() });
-            let saved = settings.update(|s| s.model_path = None)?;
-            engine.load(path, &saved);
+            let info = ponder_engine::loader::inspect(&path)?;
+            // Remembered once it has loaded, as a picked file is. The default model is found in
+            // the cache without a setting.
+            let remembered = (model.id != ponder_engine::catalog::default_model().id).then(|| path.clone());
+            engine.load_then(path, &settings.get(), move || {
+                use tauri::Manager;
+                if let Err(e) = app.state::<SettingsState>().update(|s| s.model_path = remembered) {
+                    tracing::error!("the downloaded model could not be remembered: {}", e.message);
+                }
+            });
             server.follow_model(engine.inner().clone());
-            Ok(super::status(&saved))
+            Ok(ModelStatus::Ready { info })
         }
         Err(e) => {
             let error = CommandError::from(e);

@@ -32,7 +32,7 @@ pub fn configured_model(settings: &Settings) -> Option<PathBuf> {
 }
 
 pub fn status(settings: &Settings) -> ModelStatus {
-    let default_model = ponder_engine::download::DEFAULT_DISPLAY_NAME.to_string();
+    let default_model = ponder_engine::catalog::default_model().label();
     match configured_model(settings) {
         None => ModelStatus::Missing { default_model },
         Some(path) => match ponder_engine::loader::inspect(&path) {
@@ -40,6 +40,33 @@ pub fn status(settings: &Settings) -> ModelStatus {
             Err(e) => ModelStatus::Invalid { path: path.display().to_string(), error: e.into(), default_model },
         },
     }
+}
+
+/// A model Ponder offers, as the first-run screen and the settings list it.
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize)]
+pub struct CatalogEntry {
+    pub model: ponder_engine::CatalogModel,
+    /// Where it is in the Hugging Face cache, once downloaded.
+    pub downloaded: Option<String>,
+    /// It is the model the app uses now.
+    pub current: bool,
+}
+
+/// The catalogue with what this computer has of it. No network.
+pub fn catalog(settings: &Settings) -> Vec<CatalogEntry> {
+    let current = configured_model(settings);
+    ponder_engine::catalog::MODELS
+        .iter()
+        .map(|m| {
+            let path = ponder_engine::download::cached(m);
+            CatalogEntry {
+                model: *m,
+                current: path.is_some() && path == current,
+                downloaded: path.map(|p| p.display().to_string()),
+            }
+        })
+        .collect()
 }
 
 /// Download progress as the first-run screen shows it.
