@@ -48,6 +48,14 @@ export class ChatController {
     }
   }
 
+  /** A new conversation, with the Think switch chosen while none was open. */
+  private async createWithPending(): Promise<Conversation> {
+    const c = await chat.create();
+    const pending = this.pendingThinking;
+    this.pendingThinking = null;
+    return pending === null ? c : chat.setThinking(c.id, pending);
+  }
+
   /** Whether the open conversation has a reply being written. */
   get streaming(): boolean {
     return this.messages.some((m) => m.role === 'assistant' && m.finish_reason === null && !m.error);
@@ -70,7 +78,7 @@ export class ChatController {
   }
 
   async newConversation() {
-    const c = await chat.create();
+    const c = await this.createWithPending();
     this.query = '';
     await this.refresh();
     await this.open(c.id);
@@ -96,9 +104,7 @@ export class ChatController {
     this.error = null;
     try {
       if (this.activeId === null) {
-        let c = await chat.create();
-        if (this.pendingThinking !== null) c = await chat.setThinking(c.id, this.pendingThinking);
-        this.pendingThinking = null;
+        const c = await this.createWithPending();
         this.conversations = [c, ...this.conversations];
         this.activeId = c.id;
         this.messages = [];
