@@ -5,7 +5,7 @@ CARGO ?= cargo
 export PONDER_TEST_MODELS ?= $(HOME)/.cache/ponder/test-models
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: run test setup setup-run ui app build bindings lint test-rust test-ui test-browser test-e2e fuzz bench soak clean
+.PHONY: run test setup setup-run ui app build bindings lint test-rust test-ui test-browser test-e2e fuzz bench bench-app soak clean
 
 run: setup-run build
 	$(TARGET_DIR)/release/ponder-app
@@ -69,6 +69,13 @@ bench: setup
 	$(TARGET_DIR)/release/ponder --threads 2 --model $(PONDER_TEST_MODELS)/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf bench --json --kernels ponder
 	$(CARGO) bench -p ponder-engine --bench kquants
 	$(CARGO) bench -p ponder-jobs --bench read_file
+	$(MAKE) --no-print-directory bench-app
+
+# The app's chat in the real window against `ponder bench`'s single-stream rate on the same model
+# in the same run, and the window's web process's share of a core while ~1,000-token replies
+# stream (tests/e2e/stream-speed.mjs; medians of 3, as JSON).
+bench-app: setup build
+	node tests/e2e/stream-speed.mjs
 
 # `ponder serve` on the 0.5B test model under 1,000 chat requests at concurrency 16, a tenth of
 # them streaming clients that hang up early: no error but the intended 503s, and resident memory
