@@ -1,8 +1,8 @@
 // Model choice and the Think switch in the real window. The first-run screen's list of other
 // models downloads one (a random-weight Qwen3 with Qwen3's published template, served as
 // Qwen3-1.7B by a stand-in hub on loopback), the app opens it, and the chat's Think switch turns
-// its thinking off and on again for the conversation. The settings list the same models and
-// mark the one in use.
+// its thinking off and on again for the conversation. The settings list the same models, mark
+// the one in use, and switch to another one without a restart.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -22,7 +22,7 @@ test('models: another model from the list downloads and opens, and the Think swi
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ponder-e2e-models-'));
   const tiny = path.join(dir, 'tiny-qwen3.gguf');
   execFileSync(exampleBinary('tiny_model'), ['qwen3', tiny]);
-  const hub = await fakeHub({ 'unsloth/Qwen3-1.7B-GGUF/Qwen3-1.7B-Q4_K_M.gguf': tiny });
+  const hub = await fakeHub({ 'unsloth/Qwen3-1.7B-GGUF/Qwen3-1.7B-Q4_K_M.gguf': tiny, 'unsloth/Qwen3-4B-GGUF/Qwen3-4B-Q4_K_M.gguf': tiny });
   const dataDir = path.join(dir, 'data');
   fs.mkdirSync(dataDir);
   fs.writeFileSync(path.join(dataDir, 'settings.json'), JSON.stringify({
@@ -75,6 +75,12 @@ test('models: another model from the list downloads and opens, and the Think swi
     assert.match(await app.text('[data-testid=model-card]'), /qwen3 · thinks first unless turned off/);
     await app.run(`document.querySelector('[data-testid=model-catalog]').scrollIntoView()`);
     await app.screenshot('settings-models', (png) => png.length > 20_000);
+
+    // Another one, from the settings: downloaded and in use at once, without a restart.
+    await app.click('[data-testid=catalog-action][data-model="qwen3-4b"]');
+    await app.find('[data-testid=catalog-model][data-model="qwen3-4b"] [data-testid=catalog-in-use]', 120000);
+    assert.match(await app.text('[data-testid=catalog-action][data-model="qwen3-1.7b"]'), /^Use$/);
+    assert.match(await app.text('[data-testid=model-card]'), /Qwen3-4B-Q4_K_M\.gguf/);
   } finally {
     await app.close();
     hub.server.close();

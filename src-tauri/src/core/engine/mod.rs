@@ -148,6 +148,15 @@ impl EngineState {
         }
     }
 
+    /// The model loaded or being loaded, if any.
+    pub fn model_path(&self) -> Option<PathBuf> {
+        match &*self.slot.lock().unwrap() {
+            Slot::Empty | Slot::Failed { .. } => None,
+            Slot::Loading(p) => Some(p.clone()),
+            Slot::Ready(e) => Some(e.info().path.clone()),
+        }
+    }
+
     pub fn status(&self) -> EngineStatus {
         match &*self.slot.lock().unwrap() {
             Slot::Empty => EngineStatus::Empty,

@@ -43,8 +43,8 @@ pub fn open_model(
 
 /// The models Ponder offers, which of them are downloaded, and which is in use.
 #[tauri::command]
-pub fn model_catalog(settings: State<'_, SettingsState>) -> Vec<CatalogEntry> {
-    super::catalog(&settings.get())
+pub fn model_catalog(settings: State<'_, SettingsState>, engine: State<'_, Arc<EngineState>>) -> Vec<CatalogEntry> {
+    super::catalog(&settings.get(), engine.model_path())
 }
 
 /// Fetches a catalogue model (the default without an id) into the Hugging Face cache (resuming a

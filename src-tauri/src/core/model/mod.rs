@@ -53,9 +53,10 @@ pub struct CatalogEntry {
     pub current: bool,
 }
 
-/// The catalogue with what this computer has of it. No network.
-pub fn catalog(settings: &Settings) -> Vec<CatalogEntry> {
-    let current = configured_model(settings);
+/// The catalogue with what this computer has of it; `in_use` is the engine's model (loaded or
+/// loading), else the configured one counts. No network.
+pub fn catalog(settings: &Settings, in_use: Option<PathBuf>) -> Vec<CatalogEntry> {
+    let current = in_use.or_else(|| configured_model(settings));
     ponder_engine::catalog::MODELS
         .iter()
         .map(|m| {
