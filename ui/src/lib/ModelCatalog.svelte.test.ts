@@ -14,7 +14,7 @@ const model = (over: Partial<CatalogModel>): CatalogModel => ({
   approx_bytes: 2_500_000_000, min_ram_gb: 8, family: 'qwen3', thinking: 'switchable', good_for: 'Rust text', ...over,
 });
 const entry = (over: Partial<CatalogModel>, downloaded: string | null = null, current = false): CatalogEntry =>
-  ({ model: model(over), downloaded, current });
+  ({ model: model(over), label: `${model(over).display_name} (Q4_K_M, ${(model(over).approx_bytes / 1e9).toFixed(1)} GB)`, downloaded, current });
 
 describe('ModelCatalog', () => {
   it('lists each model with its size, family, thinking and memory, and offers what fits its state', async () => {

@@ -52,6 +52,10 @@ export type Family = "qwen2" | "qwen3" | "llama";
 
 export type CatalogEntry = { model: CatalogModel, 
 /**
+ * How the window names it: "Qwen3-4B (Q4_K_M, 2.5 GB)".
+ */
+label: string, 
+/**
  * Where it is in the Hugging Face cache, once downloaded.
  */
 downloaded: string | null, 

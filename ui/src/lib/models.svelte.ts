@@ -1,7 +1,7 @@
 // The models Ponder offers and their downloads: the first-run screen and the settings share one
 // controller, so a download started in one shows in the other. Rust owns the catalogue and the
 // transfer; this mirrors them.
-import { cancelDownload, downloadModel, modelCatalog, type CatalogEntry, type CatalogModel, type ModelStatus } from './api';
+import { cancelDownload, downloadModel, modelCatalog, type CatalogEntry, type ModelStatus } from './api';
 import { errorText } from './i18n.svelte';
 
 export interface DownloadProgress {
@@ -10,11 +10,6 @@ export interface DownloadProgress {
   done: number;
   total: number;
   bytesPerSecond: number;
-}
-
-/** "Qwen3-4B (Q4_K_M, 2.5 GB)", as `CatalogModel::label` writes it in Rust. */
-export function modelLabel(m: CatalogModel): string {
-  return `${m.display_name} (Q4_K_M, ${(m.approx_bytes / 1e9).toFixed(1)} GB)`;
 }
 
 export class ModelsController {
@@ -39,7 +34,7 @@ export class ModelsController {
     if (this.downloading) return null;
     // The catalogue lists the default first.
     const entry = id === null ? this.catalog[0] : this.catalog.find((e) => e.model.id === id);
-    const label = entry ? modelLabel(entry.model) : (id ?? fallbackLabel);
+    const label = entry ? entry.label : (id ?? fallbackLabel);
     this.error = null;
     this.cancelled = false;
     this.downloading = { label, done: 0, total: 0, bytesPerSecond: 0 };

@@ -23,7 +23,7 @@ const chatMocks = {
   rename_conversation: ({ id, title }) => { window.__db.convs.find((c) => c.id === id).title = title; },
   delete_conversation: ({ id }) => { window.__db.convs = window.__db.convs.filter((c) => c.id !== id); },
   get_messages: ({ conversationId }) => window.__db.msgs.filter((m) => m.conversation_id === conversationId),
-  stop_reply: () => { window.__stopped = true; },
+  stop_reply: ({ conversationId }) => { (window.__stops ??= []).push(conversationId); },
   send_message: ({ conversationId, content, onEvent }) => {
     const db = window.__db;
     const conv = db.convs.find((c) => c.id === conversationId);
@@ -107,8 +107,15 @@ test('chat: Stop asks Rust to stop the reply', async () => {
   await page.goto(ctx.server.url);
   await page.getByTestId('composer').fill('Count to a million');
   await page.getByTestId('send').click();
+  // Clicked only once the held thought is shown: a button that moves between press and release
+  // (the thinking block replacing the waiting line) gets no click, for a user or for the test.
+  await page.waitForFunction(() => document.querySelector('[data-testid=thinking-text]')?.textContent === 'The user asks for 2 + 2. Adding gives 4.');
   await page.getByTestId('stop').click();
-  await page.waitForFunction(() => window.__stopped === true);
+  await page.waitForFunction(() => window.__stops?.length === 1);
+  // The composer's Stop does the same, for the open conversation.
+  await page.getByTestId('composer-stop').click();
+  await page.waitForFunction(() => window.__stops?.length === 2);
+  assert.deepEqual(await page.evaluate(() => window.__stops), [1, 1]);
   await page.close();
 });
 

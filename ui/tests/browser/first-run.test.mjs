@@ -28,8 +28,8 @@ test('first run: the other models are listed, and one downloads with progress', 
     file: `${display_name}-Q4_K_M.gguf`, approx_bytes, min_ram_gb: 4, family, thinking, good_for: 'x' });
   await mockIpc(page, { ...base, model_status: { state: 'missing', default_model: 'Default R1 1.5B' },
     model_catalog: [
-      { model: model('deepseek-r1-distill-qwen-1.5b', 'DeepSeek-R1-Distill-Qwen-1.5B', 1.12e9, 'qwen2', 'always'), downloaded: null, current: false },
-      { model: model('qwen3-1.7b', 'Qwen3-1.7B', 1.11e9, 'qwen3', 'switchable'), downloaded: null, current: false },
+      { model: model('deepseek-r1-distill-qwen-1.5b', 'DeepSeek-R1-Distill-Qwen-1.5B', 1.12e9, 'qwen2', 'always'), label: 'DeepSeek-R1-Distill-Qwen-1.5B (Q4_K_M, 1.1 GB)', downloaded: null, current: false },
+      { model: model('qwen3-1.7b', 'Qwen3-1.7B', 1.11e9, 'qwen3', 'switchable'), label: 'Qwen3-1.7B (Q4_K_M, 1.1 GB)', downloaded: null, current: false },
     ],
     cancel_download: null,
     download_model: ({ id, onEvent }) => {

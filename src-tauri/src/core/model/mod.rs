@@ -47,6 +47,8 @@ pub fn status(settings: &Settings) -> ModelStatus {
 #[derive(Debug, Clone, Serialize)]
 pub struct CatalogEntry {
     pub model: ponder_engine::CatalogModel,
+    /// How the window names it: "Qwen3-4B (Q4_K_M, 2.5 GB)".
+    pub label: String,
     /// Where it is in the Hugging Face cache, once downloaded.
     pub downloaded: Option<String>,
     /// It is the model the app uses now.
@@ -63,6 +65,7 @@ pub fn catalog(settings: &Settings, in_use: Option<PathBuf>) -> Vec<CatalogEntry
             let path = ponder_engine::download::cached(m);
             CatalogEntry {
                 model: *m,
+                label: m.label(),
                 current: path.is_some() && path == current,
                 downloaded: path.map(|p| p.display().to_string()),
             }
