@@ -15,6 +15,9 @@ pub fn run() {
     tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
         .setup(|app| {
+            if let Some(window) = app.get_webview_window("main") {
+                core::rendering::apply(&window, core::rendering::Painting::detect());
+            }
             let paths = core::paths::AppPaths::resolve(app.handle())?;
             let settings = settings::SettingsState::load(paths.clone());
             let current = settings.get();

@@ -9,6 +9,7 @@ pub mod model;
 pub mod notices;
 pub mod paths;
 pub mod remote;
+pub mod rendering;
 pub mod server;
 pub mod settings;
 #[cfg(test)]
