@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import katex from 'katex';
 import { renderMarkdown, splitBlocks } from './markdown';
 
 function dom(html: string): HTMLElement {
@@ -24,6 +25,22 @@ describe('renderMarkdown', () => {
     expect(d.querySelector('.katex math')).toBeTruthy();
     expect(d.textContent).toContain('42');
     for (const visible of d.querySelectorAll('.katex-html')) expect(visible.textContent).not.toContain('\\');
+  });
+
+  it('renders a formula once however often a growing reply is rendered again', () => {
+    const spy = vi.spyOn(katex, 'renderToString');
+    const list = (n: number) => Array.from({ length: n }, (_, i) => `- $${i + 1000}^2$`).join('\n');
+    const first = renderMarkdown(list(3));
+    expect(spy).toHaveBeenCalledTimes(3);
+    const again = renderMarkdown(list(4));
+    // Only the new item's formula went to KaTeX; the others came out as before.
+    expect(spy).toHaveBeenCalledTimes(4);
+    expect(dom(again).querySelectorAll('.katex')).toHaveLength(4);
+    expect(again.startsWith(first.slice(0, first.lastIndexOf('</li>')))).toBe(true);
+    // The same source in display mode is another formula.
+    renderMarkdown('$$1000^2$$');
+    expect(spy).toHaveBeenCalledTimes(5);
+    spy.mockRestore();
   });
 
   it('leaves prices, code and bad TeX alone', () => {

@@ -26,14 +26,26 @@ const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt
 // inline styles, and it is safe by construction (no \href or \includegraphics: trust is off).
 let mathOut: string[] = [];
 
+// Formulas rendered lately, by source. A streaming reply's growing block (a long list is one
+// block) is rendered again as it grows, and KaTeX was most of that cost; its output depends on
+// nothing but the source and the mode.
+const texCache = new Map<string, string>();
+const TEX_CACHE_SIZE = 2000;
+
 function tex(source: string, displayMode: boolean): string {
-  let html: string;
-  try {
-    // throwOnError: false renders a bad formula as red source text instead of failing the reply.
-    html = katex.renderToString(source, { displayMode, throwOnError: false, output: 'htmlAndMathml', strict: 'ignore', maxExpand: 1000 });
-  } catch {
-    // Nesting deep enough to exhaust the stack: the formula's source, as text.
-    html = `<code class="math-error">${escapeHtml(source)}</code>`;
+  const key = (displayMode ? 'D' : 'I') + source;
+  let html = texCache.get(key);
+  if (html === undefined) {
+    try {
+      // throwOnError: false renders a bad formula as red source text instead of failing the reply.
+      html = katex.renderToString(source, { displayMode, throwOnError: false, output: 'htmlAndMathml', strict: 'ignore', maxExpand: 1000 });
+    } catch {
+      // Nesting deep enough to exhaust the stack: the formula's source, as text.
+      html = `<code class="math-error">${escapeHtml(source)}</code>`;
+    }
+    // Oldest first out: a Map iterates in insertion order.
+    if (texCache.size >= TEX_CACHE_SIZE) texCache.delete(texCache.keys().next().value!);
+    texCache.set(key, html);
   }
   mathOut.push(html);
   return `<span data-math-out="${mathOut.length - 1}"></span>`;
