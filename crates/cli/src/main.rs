@@ -31,6 +31,8 @@ enum Command {
     Chat(commands::chat::Args),
     /// Measure the engine's speed on a model.
     Bench(commands::bench::Args),
+    /// A model's perplexity on a text file, comparable with llama.cpp's llama-perplexity.
+    Perplexity(commands::perplexity::Args),
     /// Answer a file of questions (and validate its answer key, if it has one).
     Run(commands::run::Args),
     /// Show what a question file holds, as the app's preview does (no model needed).
@@ -64,6 +66,7 @@ fn main() {
     let result = match cli.command {
         Command::Chat(args) => commands::chat::run(args, cli.model).map(|_| 0),
         Command::Bench(args) => commands::bench::run(args, cli.model, threads).map(|_| 0),
+        Command::Perplexity(args) => commands::perplexity::run(args, cli.model).map(|_| 0),
         Command::Models(cmd) => commands::models::run(cmd, cli.model).map(|_| 0),
         Command::Check(args) => commands::check::run(args),
         Command::Preview(args) => commands::preview::run(args).map(|_| 0),

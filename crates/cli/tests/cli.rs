@@ -87,6 +87,28 @@ fn chat_streams_an_answer_and_json_events() {
     assert!(events.iter().any(|e| e["event"] == "delta" && e["channel"] == "answer"));
 }
 
+/// `ponder bench` at its smallest: every figure is there and positive, including decode deep
+/// into a context (figures themselves are for `make bench`, not for a test).
+#[test]
+fn bench_reports_every_figure_as_json() {
+    let out = ponder()
+        .arg("--model")
+        .arg(small_model())
+        .args(["--threads", "2", "bench", "--json", "--runs", "1", "--decode-tokens", "8", "--batch", "2"])
+        .args(["--prefill-tokens", "64", "--memory-context", "0", "--depths", "300"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for figure in ["single_decode_tok_s", "prefill_tok_s", "chat_ttft_under_load_s"] {
+        assert!(r[figure].as_f64().unwrap() > 0.0, "{figure}: {r}");
+    }
+    let deep = &r["decode_at_depth"][0];
+    assert_eq!(deep["depth"], 300);
+    assert!(deep["tok_s"].as_f64().unwrap() > 0.0 && deep["ratio_to_short"].as_f64().unwrap() > 0.0, "{r}");
+    assert_eq!(r["aggregate"][0]["sequences"], 2);
+}
+
 #[test]
 fn run_survives_sigkill_and_resumes_without_losing_or_repeating_samples() {
     let d = tempfile::tempdir().unwrap();

@@ -6,10 +6,17 @@
 //! chunk or several, and whatever else shares the step. Rows and heads are spread over candle's
 //! threads. Compared with tensor operations over whole chunks, a row never computes the scores
 //! of the future keys the causal mask would throw away, and nothing is allocated per head.
+//!
+//! Keys and values are read as the cache stores them, f16, and widened eight at a time as they
+//! are used. Deep into a long thought the cache is most of what a decoding step reads: a copy
+//! as f32 each step would write twice its size and read it back, which made decoding at a
+//! depth of 4,096 run at 0.6 of its short-context rate. Widening is exact, so the arithmetic,
+//! and every bit of the result, is what it was on the copy.
 
 use crate::kv_cache::LayerCache;
 use crate::parallel::{self, Disjoint};
 use crate::rowwise::exp;
+use half::f16;
 
 /// Multiply-adds below which a step's attention stays on the calling thread.
 const PARALLEL_FROM: usize = 1 << 18;
@@ -39,15 +46,6 @@ pub fn attend(q: &[f32], total: usize, spans: &[Span], shape: Heads) -> Vec<f32>
     // pool, twice per layer.
     let work: usize = spans.iter().map(|s| s.rows * (s.past + s.rows)).sum::<usize>() * heads * hd;
     let parallel = work >= PARALLEL_FROM;
-    // Each sequence's keys and values as f32, one buffer per KV head, converted once per step.
-    let history: Vec<(Vec<f32>, Vec<f32>)> = parallel::map_when(parallel, spans.len() * kv_heads, |i| {
-        let (s, g) = (&spans[i / kv_heads], i % kv_heads);
-        let len = s.past + s.rows;
-        let (mut k, mut v) = (Vec::new(), Vec::new());
-        s.cache.keys_into(g, hd, len, &mut k);
-        s.cache.values_into(g, hd, len, &mut v);
-        (k, v)
-    });
     // Which span each row belongs to.
     let owner: Vec<usize> = spans.iter().enumerate().flat_map(|(i, s)| std::iter::repeat_n(i, s.rows)).collect();
     assert_eq!(owner.len(), total, "spans cover the step's rows");
@@ -57,21 +55,20 @@ pub fn attend(q: &[f32], total: usize, spans: &[Span], shape: Heads) -> Vec<f32>
         let mut scores = Vec::new();
         for task in tasks {
             let (row, h) = (task / heads, task % heads);
-            let si = owner[row];
-            let s = &spans[si];
-            let (keys, values) = &history[si * kv_heads + h / rep];
+            let s = &spans[owner[row]];
             let visible = s.past + (row - s.first_row) + 1;
+            let (keys, values) = (s.cache.keys(h / rep, hd, visible), s.cache.values(h / rep, hd, visible));
             let qh = &q[(h * total + row) * hd..][..hd];
             // SAFETY: task (row, h) alone writes this head's slice of the row.
             let o = unsafe { dst.slice((row * heads + h) * hd..(row * heads + h + 1) * hd) };
-            head(qh, &keys[..visible * hd], &values[..visible * hd], &mut scores, o);
+            head(qh, keys, values, &mut scores, o);
         }
     });
     out
 }
 
 /// One query head over `keys`/`values` (`len × hd` each), into `out` (zeroed, `hd`).
-fn head(q: &[f32], keys: &[f32], values: &[f32], scores: &mut Vec<f32>, out: &mut [f32]) {
+fn head(q: &[f32], keys: &[f16], values: &[f16], scores: &mut Vec<f32>, out: &mut [f32]) {
     let hd = q.len();
     let scale = 1.0 / (hd as f32).sqrt();
     scores.clear();
@@ -94,65 +91,93 @@ fn head(q: &[f32], keys: &[f32], values: &[f32], scores: &mut Vec<f32>, out: &mu
     // stay in registers instead of going through memory once per key.
     let mut cols = out.chunks_exact_mut(32);
     for (c, o) in (&mut cols).enumerate() {
-        let mut acc: [f32; 32] = (&*o).try_into().expect("chunks of 32");
-        for (&p, v) in scores.iter().zip(values.chunks_exact(hd)) {
-            let v: &[f32; 32] = v[32 * c..32 * c + 32].try_into().expect("chunks of 32");
-            for l in 0..32 {
-                acc[l] += p * v[l];
-            }
-        }
-        o.copy_from_slice(&acc);
+        let acc: &mut [f32; 32] = o.try_into().expect("chunks of 32");
+        weighted_sum32(scores, values, hd, 32 * c, acc);
     }
     let (rest, done) = (cols.into_remainder(), hd / 32 * 32);
     for (&p, v) in scores.iter().zip(values.chunks_exact(hd)) {
         for (o, &v) in rest.iter_mut().zip(&v[done..]) {
-            *o += p * v;
+            *o += p * v.to_f32();
+        }
+    }
+}
+
+/// `acc[l] += p · v[col + l]` over the keys in order, for 32 columns from `col` of each
+/// `hd`-long value row: a multiply, then an add, per term.
+#[cfg(all(target_arch = "x86_64", target_feature = "avx2", target_feature = "f16c"))]
+fn weighted_sum32(ps: &[f32], values: &[f16], hd: usize, col: usize, acc: &mut [f32; 32]) {
+    use std::arch::x86_64::*;
+    assert!(col + 32 <= hd && values.len() >= ps.len() * hd);
+    // SAFETY: AVX2 and F16C are enabled at compile time; every load reads 32 values inside row
+    // `i` of `values` (checked above), every store writes inside `acc`.
+    unsafe {
+        let a = acc.as_mut_ptr();
+        let mut s = [_mm256_loadu_ps(a), _mm256_loadu_ps(a.add(8)), _mm256_loadu_ps(a.add(16)), _mm256_loadu_ps(a.add(24))];
+        for (i, &p) in ps.iter().enumerate() {
+            let p = _mm256_set1_ps(p);
+            let v = values.as_ptr().add(i * hd + col) as *const __m128i;
+            for (j, s) in s.iter_mut().enumerate() {
+                *s = _mm256_add_ps(*s, _mm256_mul_ps(p, _mm256_cvtph_ps(_mm_loadu_si128(v.add(j)))));
+            }
+        }
+        for (j, s) in s.iter().enumerate() {
+            _mm256_storeu_ps(a.add(8 * j), *s);
+        }
+    }
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_feature = "avx2", target_feature = "f16c")))]
+fn weighted_sum32(ps: &[f32], values: &[f16], hd: usize, col: usize, acc: &mut [f32; 32]) {
+    for (&p, v) in ps.iter().zip(values.chunks_exact(hd)) {
+        for l in 0..32 {
+            acc[l] += p * v[col + l].to_f32();
         }
     }
 }
 
 /// Dot product in eight independent lanes.
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+fn dot(a: &[f32], b: &[f16]) -> f32 {
     dot4(a, [b, b, b, b])[0]
 }
 
 /// Four dot products of `a`, each in eight lanes of fused multiply-adds, then the lanes summed
 /// pairwise: the same arithmetic for a key whichever of the four places it takes.
 #[inline]
-fn dot4(a: &[f32], bs: [&[f32]; 4]) -> [f32; 4] {
+fn dot4(a: &[f32], bs: [&[f16]; 4]) -> [f32; 4] {
     let n = a.len() / 8 * 8;
     let acc = lanes8(&a[..n], bs.map(|b| &b[..n]));
     std::array::from_fn(|j| {
-        let tail: f32 = a[n..].iter().zip(&bs[j][n..]).fold(0.0, |s, (x, y)| x.mul_add(*y, s));
+        let tail: f32 = a[n..].iter().zip(&bs[j][n..]).fold(0.0, |s, (x, y)| x.mul_add(y.to_f32(), s));
         lanes(&acc[j]) + tail
     })
 }
 
 /// The eight-lane sums of [`dot4`] over whole chunks of eight (`a.len() % 8 == 0`).
-#[cfg(all(target_arch = "x86_64", target_feature = "avx2", target_feature = "fma"))]
-fn lanes8(a: &[f32], bs: [&[f32]; 4]) -> [[f32; 8]; 4] {
+#[cfg(all(target_arch = "x86_64", target_feature = "avx2", target_feature = "fma", target_feature = "f16c"))]
+fn lanes8(a: &[f32], bs: [&[f16]; 4]) -> [[f32; 8]; 4] {
     use std::arch::x86_64::*;
     assert!(bs.iter().all(|b| b.len() == a.len()));
-    // SAFETY: AVX2 and FMA are enabled at compile time; every load stays inside the slices.
+    // SAFETY: AVX2, FMA and F16C are enabled at compile time; every load stays inside the slices.
     unsafe {
         let mut acc = [_mm256_setzero_ps(); 4];
         for i in (0..a.len()).step_by(8) {
             let x = _mm256_loadu_ps(a.as_ptr().add(i));
             for j in 0..4 {
-                acc[j] = _mm256_fmadd_ps(x, _mm256_loadu_ps(bs[j].as_ptr().add(i)), acc[j]);
+                let b = _mm256_cvtph_ps(_mm_loadu_si128(bs[j].as_ptr().add(i) as *const __m128i));
+                acc[j] = _mm256_fmadd_ps(x, b, acc[j]);
             }
         }
         acc.map(|v| std::mem::transmute::<__m256, [f32; 8]>(v))
     }
 }
 
-#[cfg(not(all(target_arch = "x86_64", target_feature = "avx2", target_feature = "fma")))]
-fn lanes8(a: &[f32], bs: [&[f32]; 4]) -> [[f32; 8]; 4] {
+#[cfg(not(all(target_arch = "x86_64", target_feature = "avx2", target_feature = "fma", target_feature = "f16c")))]
+fn lanes8(a: &[f32], bs: [&[f16]; 4]) -> [[f32; 8]; 4] {
     let mut acc = [[0f32; 8]; 4];
     for i in (0..a.len()).step_by(8) {
         for j in 0..4 {
             for l in 0..8 {
-                acc[j][l] = a[i + l].mul_add(bs[j][i + l], acc[j][l]);
+                acc[j][l] = a[i + l].mul_add(bs[j][i + l].to_f32(), acc[j][l]);
             }
         }
     }

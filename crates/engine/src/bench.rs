@@ -1,5 +1,6 @@
-//! The engine benchmark behind `ponder bench`: single-stream decode, prefill, aggregate decode
-//! at several batch sizes, chat latency under batch load, and peak memory. Each figure is the
+//! The engine benchmark behind `ponder bench`: single-stream decode, short and deep into a long
+//! context, prefill, aggregate decode at several batch sizes, chat latency under batch load, and
+//! peak memory. Each figure is the
 //! median of several runs, since the machines this runs on are shared and noisy.
 
 use crate::engine::{Engine, EngineConfig};
@@ -20,6 +21,8 @@ pub struct BenchOptions {
     pub kernels: crate::KQuantKernels,
     /// Tokens in each of the 8 contexts held at once for the memory figure (0 skips it).
     pub memory_context: usize,
+    /// Context depths at which single-stream decode is measured again (empty skips it).
+    pub depths: Vec<usize>,
 }
 
 impl Default for BenchOptions {
@@ -31,6 +34,7 @@ impl Default for BenchOptions {
             batch_sizes: vec![1, 2, 4, 8, 16],
             kernels: Default::default(),
             memory_context: 4096,
+            depths: vec![4096, 8192],
         }
     }
 }
@@ -45,6 +49,15 @@ pub struct AggregatePoint {
     pub whole_run_tok_s: f64,
 }
 
+/// Single-stream decode after a prompt of `depth` tokens: what a long thought runs at.
+#[derive(Debug, Clone, Serialize)]
+pub struct DepthPoint {
+    pub depth: usize,
+    pub tok_s: f64,
+    /// Against `single_decode_tok_s` of the same run.
+    pub ratio_to_short: f64,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchReport {
     pub model: String,
@@ -54,6 +67,7 @@ pub struct BenchReport {
     pub runs: usize,
     pub load_s: f64,
     pub single_decode_tok_s: f64,
+    pub decode_at_depth: Vec<DepthPoint>,
     pub prefill_tok_s: f64,
     pub aggregate: Vec<AggregatePoint>,
     pub chat_ttft_under_load_s: f64,
@@ -171,7 +185,8 @@ fn concurrent_decode_rate(t: &[Timing]) -> f64 {
 
 pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<BenchReport> {
     let t0 = Instant::now();
-    let loaded = load(model, &LoadOptions { max_context: Some(8192), kernels: opts.kernels })?;
+    let deepest = opts.depths.iter().max().map_or(0, |d| d + opts.runs * opts.decode_tokens + 64);
+    let loaded = load(model, &LoadOptions { max_context: Some(deepest.max(8192)), kernels: opts.kernels })?;
     let load_s = t0.elapsed().as_secs_f64();
     let name = loaded.info.name.clone();
     let max_batch = opts.batch_sizes.iter().copied().max().unwrap_or(1).max(9);
@@ -194,6 +209,26 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
         let now = Instant::now();
         let t = drive(&mut [engine.submit(request(prompt, 1, Priority::Interactive))?], now);
         prefill.push(n as f64 / t[0].first.unwrap().duration_since(now).as_secs_f64());
+    }
+
+    // One prompt per depth (reading 8,192 tokens takes a minute), then `runs` stretches of
+    // `decode_tokens` each; the figure is their median.
+    let mut decode_at_depth = Vec::new();
+    for &depth in &opts.depths {
+        progress(&format!("single-stream decode after {depth} tokens"));
+        let prompt = filler(&engine, depth, 300 + depth);
+        let t = drive(
+            &mut [engine.submit(request(prompt, opts.runs * opts.decode_tokens + 1, Priority::Interactive))?],
+            Instant::now(),
+        );
+        let rates = t[0]
+            .deltas
+            .chunks(opts.decode_tokens.max(2))
+            .filter(|c| c.len() > 1)
+            .map(|c| (c.len() - 1) as f64 / c[c.len() - 1].duration_since(c[0]).as_secs_f64())
+            .collect();
+        let tok_s = median(rates);
+        decode_at_depth.push(DepthPoint { depth, tok_s, ratio_to_short: tok_s / median(single.clone()) });
     }
 
     let mut aggregate = Vec::new();
@@ -256,6 +291,7 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
         runs: opts.runs,
         load_s,
         single_decode_tok_s: median(single),
+        decode_at_depth,
         prefill_tok_s: median(prefill),
         aggregate,
         chat_ttft_under_load_s: median(ttft),

@@ -262,8 +262,9 @@ impl Embedding {
 pub struct StepInput<'a> {
     pub tokens: &'a [u32],
     pub cache: &'a mut SeqCache,
-    /// Whether the caller needs logits for this sequence's last token.
-    pub want_logits: bool,
+    /// For how many of its last tokens the caller needs logits: 0, 1 for the next token, or
+    /// more to score a text (perplexity) or check drafted tokens.
+    pub logit_rows: usize,
 }
 
 pub struct Decoder {
@@ -407,8 +408,8 @@ impl Decoder {
         Ok(Self { config, embed, layers, norm, output, rope, device: device.clone() })
     }
 
-    /// Runs one step over a ragged batch. Returns one row of logits per input that asked for
-    /// them, in input order, as a `(n, vocab)` tensor (or `None` when no input asked).
+    /// Runs one step over a ragged batch. Returns the logits each input asked for, in input
+    /// and token order, as a `(n, vocab)` tensor (or `None` when no input asked).
     pub fn forward(&self, inputs: &mut [StepInput<'_>]) -> Result<Option<Tensor>> {
         let total: usize = inputs.iter().map(|s| s.tokens.len()).sum();
         if total == 0 {
@@ -445,14 +446,13 @@ impl Decoder {
             s.cache.commit(s.tokens.len());
         }
 
-        // Logits only for the rows that need them: the last token of each asking sequence.
+        // Logits only for the rows that need them: usually the last token of each sequence.
         let mut rows = Vec::new();
         let mut offset = 0u32;
         for s in inputs.iter() {
-            offset += s.tokens.len() as u32;
-            if s.want_logits && !s.tokens.is_empty() {
-                rows.push(offset - 1);
-            }
+            let n = s.tokens.len() as u32;
+            rows.extend(offset + n - (s.logit_rows as u32).min(n)..offset + n);
+            offset += n;
         }
         if rows.is_empty() {
             return Ok(None);

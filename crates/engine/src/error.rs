@@ -28,6 +28,8 @@ pub enum EngineError {
     ContextOverflow { prompt_tokens: usize, max_tokens: usize, context_length: usize },
     #[error("invalid request: {0}")]
     InvalidRequest(#[from] InvalidRequest),
+    #[error("the text has {tokens} tokens; perplexity with a context of {context} needs at least {needed}")]
+    TextTooShort { tokens: usize, needed: usize, context: usize },
     #[error("invalid engine configuration: {0}")]
     InvalidConfig(&'static str),
     #[error("cannot start the engine thread: {0}")]

@@ -18,6 +18,7 @@ pub mod kquants;
 pub mod kv_cache;
 pub mod loader;
 mod parallel;
+pub mod perplexity;
 pub mod process;
 pub mod request;
 pub mod rope;

@@ -125,7 +125,7 @@ fn safetensors_folder_matches_the_same_weights_in_gguf() {
     let logits = |m: &ponder_engine::LoadedModel| {
         let mut cache = m.model.new_cache();
         m.model
-            .forward(&mut [StepInput { tokens: &a_ids, cache: &mut cache, want_logits: true }])
+            .forward(&mut [StepInput { tokens: &a_ids, cache: &mut cache, logit_rows: 1 }])
             .unwrap()
             .unwrap()
             .flatten_all()

@@ -72,7 +72,7 @@ impl Stock {
 
 /// Ponder's logits for `tokens` fed after what `cache` holds.
 pub fn logits(m: &LoadedModel, cache: &mut ponder_engine::kv_cache::SeqCache, tokens: &[u32]) -> Vec<f32> {
-    let y = m.model.forward(&mut [StepInput { tokens, cache, want_logits: true }]).unwrap().unwrap();
+    let y = m.model.forward(&mut [StepInput { tokens, cache, logit_rows: 1 }]).unwrap().unwrap();
     y.flatten_all().unwrap().to_vec1::<f32>().unwrap()
 }
 

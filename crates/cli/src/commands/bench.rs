@@ -14,6 +14,9 @@ pub struct Args {
     /// Tokens generated in the single-stream measurement.
     #[arg(long, default_value_t = 128)]
     decode_tokens: usize,
+    /// Prompt tokens in the prefill measurement.
+    #[arg(long, default_value_t = 512)]
+    prefill_tokens: usize,
     /// Concurrent sequences for the aggregate measurement (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16")]
     batch: Vec<usize>,
@@ -23,6 +26,9 @@ pub struct Args {
     /// Tokens in each of the 8 contexts held at the end, for the memory figure (0 skips it).
     #[arg(long, default_value_t = 4096)]
     memory_context: usize,
+    /// Context depths at which single-stream decode is measured again (comma-separated; 0 skips).
+    #[arg(long, value_delimiter = ',', default_value = "4096,8192")]
+    depths: Vec<usize>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -36,12 +42,14 @@ pub fn run(args: Args, model: Option<PathBuf>, threads: usize) -> Result<()> {
     let opts = BenchOptions {
         runs: args.runs.max(1),
         decode_tokens: args.decode_tokens,
+        prefill_tokens: args.prefill_tokens.max(1),
         batch_sizes: args.batch,
         kernels: match args.kernels {
             Kernels::Candle => KQuantKernels::Candle,
             Kernels::Ponder => KQuantKernels::Ponder,
         },
         memory_context: args.memory_context,
+        depths: args.depths.into_iter().filter(|&d| d > 0).collect(),
         ..Default::default()
     };
     let report = bench::run(&path, threads, &opts, |stage| eprintln!("bench: {stage}"))?;
@@ -53,6 +61,9 @@ pub fn run(args: Args, model: Option<PathBuf>, threads: usize) -> Result<()> {
     println!("K-quant kernels {}", report.kernels);
     println!("load            {:.2} s", report.load_s);
     println!("single decode   {:.1} tok/s", report.single_decode_tok_s);
+    for p in &report.decode_at_depth {
+        println!("decode at {:<5} {:.1} tok/s ({:.2}x short)", p.depth, p.tok_s, p.ratio_to_short);
+    }
     println!("prefill         {:.1} tok/s", report.prefill_tok_s);
     for p in &report.aggregate {
         println!(

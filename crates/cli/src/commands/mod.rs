@@ -2,6 +2,7 @@ pub mod bench;
 pub mod chat;
 pub mod check;
 pub mod models;
+pub mod perplexity;
 pub mod preview;
 pub mod run;
 pub mod serve;

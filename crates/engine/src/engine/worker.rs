@@ -96,7 +96,7 @@ impl Worker {
         let t = Instant::now();
         let mut cache = self.model.new_cache();
         let token = self.close.first().copied().unwrap_or(0);
-        let _ = self.model.forward(&mut [StepInput { tokens: &[token, token], cache: &mut cache, want_logits: true }]);
+        let _ = self.model.forward(&mut [StepInput { tokens: &[token, token], cache: &mut cache, logit_rows: 1 }]);
         tracing::debug!("warm-up took {:?}", t.elapsed());
     }
 
@@ -137,7 +137,7 @@ impl Worker {
             let model = &self.model;
             let Seq { tokens, cache, .. } = &mut **s;
             let cache = cache.get_or_insert_with(|| model.new_cache());
-            inputs.push(StepInput { tokens: &tokens[p.range.clone()], cache, want_logits: p.wants_logits });
+            inputs.push(StepInput { tokens: &tokens[p.range.clone()], cache, logit_rows: usize::from(p.wants_logits) });
         }
         let t = Instant::now();
         let logits = self.model.forward(&mut inputs)?;
