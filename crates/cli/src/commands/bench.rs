@@ -50,7 +50,6 @@ pub fn run(args: Args, model: Option<PathBuf>, threads: usize) -> Result<()> {
         },
         memory_context: args.memory_context,
         depths: args.depths.into_iter().filter(|&d| d > 0).collect(),
-        ..Default::default()
     };
     let report = bench::run(&path, threads, &opts, |stage| eprintln!("bench: {stage}"))?;
     if args.json {
