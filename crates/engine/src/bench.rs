@@ -1,7 +1,7 @@
 //! The engine benchmark behind `ponder bench`: single-stream decode, short and deep into a long
 //! context, prefill, aggregate decode at several batch sizes, chat latency under batch load, and
-//! peak memory. Each figure is the
-//! median of several runs, since the machines this runs on are shared and noisy.
+//! peak memory. Each figure is the median of several runs, since the machines this runs on are
+//! shared and noisy.
 
 use crate::engine::{Engine, EngineConfig};
 use crate::loader::{load, LoadOptions};
@@ -213,6 +213,7 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
 
     // One prompt per depth (reading 8,192 tokens takes a minute), then `runs` stretches of
     // `decode_tokens` each; the figure is their median.
+    let short = median(single);
     let mut decode_at_depth = Vec::new();
     for &depth in &opts.depths {
         progress(&format!("single-stream decode after {depth} tokens"));
@@ -228,7 +229,7 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
             .map(|c| (c.len() - 1) as f64 / c[c.len() - 1].duration_since(c[0]).as_secs_f64())
             .collect();
         let tok_s = median(rates);
-        decode_at_depth.push(DepthPoint { depth, tok_s, ratio_to_short: tok_s / median(single.clone()) });
+        decode_at_depth.push(DepthPoint { depth, tok_s, ratio_to_short: tok_s / short });
     }
 
     let mut aggregate = Vec::new();
@@ -290,7 +291,7 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
         kernels: format!("{:?}", opts.kernels),
         runs: opts.runs,
         load_s,
-        single_decode_tok_s: median(single),
+        single_decode_tok_s: short,
         decode_at_depth,
         prefill_tok_s: median(prefill),
         aggregate,

@@ -1,8 +1,9 @@
 //! How the window paints. WebKitGTK composites with OpenGL by default; without a GPU that GL is
 //! Mesa's software rasteriser, which redraws the whole window on the CPU for every update. A
 //! streaming reply then cost the web process 40–80 % of a core, taken from the engine's
-//! threads. Without a GPU the window paints without compositing, which redraws only what
-//! changed: about 10 % of a core for the same reply (`make bench-app`).
+//! threads. Painting without compositing redraws only what changed: 11–14 % of a core for
+//! the same kind of reply, measured in the real window. It is opt-in until a hang of
+//! WebKitWebDriver's screenshot in such a window is understood.
 
 use std::path::Path;
 
