@@ -4,6 +4,7 @@
 //! ```toml
 //! model = "/models/DeepSeek-R1-Distill-Qwen-1.5B-Q4_K_M.gguf"
 //! threads = 4
+//! kv_cache = "q8_0"
 //!
 //! [serve]
 //! host = "127.0.0.1"
@@ -20,6 +21,7 @@ use std::path::{Path, PathBuf};
 pub struct Config {
     pub model: Option<PathBuf>,
     pub threads: Option<usize>,
+    pub kv_cache: Option<ponder_engine::KvCacheType>,
     #[serde(default)]
     pub serve: ServeConfig,
 }

@@ -94,7 +94,7 @@ fn bench_reports_every_figure_as_json() {
     let out = ponder()
         .arg("--model")
         .arg(small_model())
-        .args(["--threads", "2", "bench", "--json", "--runs", "1", "--decode-tokens", "8", "--batch", "2"])
+        .args(["--threads", "2", "--kv-cache", "q8_0", "bench", "--json", "--runs", "1", "--decode-tokens", "8", "--batch", "2"])
         .args(["--prefill-tokens", "64", "--memory-context", "0", "--depths", "300"])
         .output()
         .unwrap();
@@ -107,6 +107,7 @@ fn bench_reports_every_figure_as_json() {
     assert_eq!(deep["depth"], 300);
     assert!(deep["tok_s"].as_f64().unwrap() > 0.0 && deep["ratio_to_short"].as_f64().unwrap() > 0.0, "{r}");
     assert_eq!(r["aggregate"][0]["sequences"], 2);
+    assert_eq!(r["kv_cache"], "q8_0");
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! shared and noisy.
 
 use crate::engine::{Engine, EngineConfig};
+use crate::kv_cache::KvCacheType;
 use crate::loader::{load, LoadOptions};
 use crate::request::{Event, GenerateRequest, Priority};
 use crate::sampler::SamplingParams;
@@ -23,6 +24,8 @@ pub struct BenchOptions {
     pub memory_context: usize,
     /// Context depths at which single-stream decode is measured again (empty skips it).
     pub depths: Vec<usize>,
+    /// How the KV cache stores keys and values.
+    pub kv_cache: KvCacheType,
 }
 
 impl Default for BenchOptions {
@@ -35,6 +38,7 @@ impl Default for BenchOptions {
             kernels: Default::default(),
             memory_context: 4096,
             depths: vec![4096, 8192],
+            kv_cache: KvCacheType::F16,
         }
     }
 }
@@ -64,6 +68,8 @@ pub struct BenchReport {
     pub threads: usize,
     /// Which code multiplied the K-quant weights ("Ponder" or "Candle").
     pub kernels: String,
+    /// The KV cache type the run used.
+    pub kv_cache: KvCacheType,
     pub runs: usize,
     pub load_s: f64,
     pub single_decode_tok_s: f64,
@@ -189,8 +195,9 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
     let loaded = load(model, &LoadOptions { max_context: Some(deepest.max(8192)), kernels: opts.kernels })?;
     let load_s = t0.elapsed().as_secs_f64();
     let name = loaded.info.name.clone();
+    let kv_cache = opts.kv_cache.for_head_dim(loaded.model.config().head_dim);
     let max_batch = opts.batch_sizes.iter().copied().max().unwrap_or(1).max(9);
-    let engine = Engine::start(loaded, EngineConfig { max_seqs: max_batch, ..Default::default() })?;
+    let engine = Engine::start(loaded, EngineConfig { max_seqs: max_batch, kv_cache: opts.kv_cache, ..Default::default() })?;
     // Warm up: the first matmuls repack weights.
     drive(&mut [engine.submit(request(filler(&engine, 300, 0), 8, Priority::Batch))?], Instant::now());
 
@@ -289,6 +296,7 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
         model: name,
         threads,
         kernels: format!("{:?}", opts.kernels),
+        kv_cache,
         runs: opts.runs,
         load_s,
         single_decode_tok_s: short,

@@ -11,7 +11,7 @@
 use crate::attention;
 use crate::family::Family;
 use crate::kquants::{KQuantKernels, KQuantMatrix};
-use crate::kv_cache::SeqCache;
+use crate::kv_cache::{KvCacheType, SeqCache};
 use crate::rope::{Rope, RopeScaling, RopeStyle};
 use crate::rowwise;
 use candle_core::quantized::{gguf_file, GgmlDType, QMatMul, QTensor};
@@ -37,9 +37,9 @@ pub struct DecoderConfig {
 }
 
 impl DecoderConfig {
-    /// Bytes of KV cache one token takes across all layers (K and V, f16).
-    pub fn kv_bytes_per_token(&self) -> usize {
-        self.num_layers * 2 * self.num_kv_heads * self.head_dim * std::mem::size_of::<half::f16>()
+    /// Bytes of KV cache one token takes across all layers (K and V) when stored as `kind`.
+    pub fn kv_bytes_per_token(&self, kind: KvCacheType) -> usize {
+        self.num_layers * 2 * self.num_kv_heads * kind.row_bytes(self.head_dim)
     }
 }
 
@@ -285,9 +285,10 @@ impl Decoder {
         &self.config
     }
 
-    /// A new, empty KV cache for one sequence.
-    pub fn new_cache(&self) -> SeqCache {
-        SeqCache::new(self.config.num_layers)
+    /// A new, empty KV cache for one sequence, storing `kind` where the model's head size
+    /// allows it (see [`KvCacheType::for_head_dim`]).
+    pub fn new_cache(&self, kind: KvCacheType) -> SeqCache {
+        SeqCache::new(self.config.num_layers, kind.for_head_dim(self.config.head_dim))
     }
 
     /// Loads the model from an opened GGUF file (metadata already validated by the caller).

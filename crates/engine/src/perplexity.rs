@@ -6,6 +6,7 @@
 
 use crate::decoder::StepInput;
 use crate::error::EngineError;
+use crate::kv_cache::KvCacheType;
 use crate::loader::LoadedModel;
 use crate::Result;
 
@@ -15,17 +16,20 @@ pub struct PerplexityOptions {
     pub context: usize,
     /// Score at most this many chunks (llama.cpp's `--chunks`).
     pub max_chunks: Option<usize>,
+    /// How the cache stores keys and values (llama.cpp's `-ctk` and `-ctv`).
+    pub kv_cache: KvCacheType,
 }
 
 impl Default for PerplexityOptions {
     fn default() -> Self {
-        Self { context: 512, max_chunks: None }
+        Self { context: 512, max_chunks: None, kv_cache: KvCacheType::F16 }
     }
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct PerplexityReport {
     pub context: usize,
+    pub kv_cache: KvCacheType,
     pub chunks: usize,
     /// Tokens whose probability counted: `context / 2 - 1` per chunk.
     pub scored_tokens: usize,
@@ -95,7 +99,7 @@ pub fn perplexity(
         if let (true, Some(bos)) = (tokenizer.add_bos, tokenizer.bos_id) {
             chunk[0] = bos;
         }
-        let mut cache = loaded.model.new_cache();
+        let mut cache = loaded.model.new_cache(opts.kv_cache);
         // Logits at positions first..context-1; the last one predicts past the chunk.
         let logits = loaded
             .model
@@ -108,7 +112,14 @@ pub fn perplexity(
         progress(c + 1, chunks, nlls.estimate().0);
     }
     let (perplexity, std_error) = nlls.estimate();
-    Ok(PerplexityReport { context, chunks, scored_tokens: nlls.count, perplexity, std_error })
+    Ok(PerplexityReport {
+        context,
+        kv_cache: opts.kv_cache.for_head_dim(loaded.model.config().head_dim),
+        chunks,
+        scored_tokens: nlls.count,
+        perplexity,
+        std_error,
+    })
 }
 
 #[cfg(test)]

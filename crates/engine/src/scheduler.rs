@@ -306,7 +306,7 @@ mod tests {
         let plan = s.schedule();
         let mut forked = Vec::new();
         for (p, seq) in plan.iter().zip(s.planned_mut(&plan)) {
-            seq.cache.get_or_insert_with(|| SeqCache::new(1)).commit(p.range.len());
+            seq.cache.get_or_insert_with(|| SeqCache::new(1, Default::default())).commit(p.range.len());
             if p.wants_logits {
                 for mut f in seq.take_forks() {
                     f.push_drawn(0);

@@ -2,8 +2,8 @@
 //! and the scheduler's join/leave, priorities, cancellation, forking and limits.
 
 use ponder_engine::{
-    Channel, Engine, EngineConfig, EngineError, Event, FinishReason, GenerateRequest, KQuantKernels, LoadOptions, Message,
-    Priority, RequestHandle, SamplingParams,
+    Channel, Engine, EngineConfig, EngineError, Event, FinishReason, GenerateRequest, KQuantKernels, KvCacheType, LoadOptions,
+    Message, Priority, RequestHandle, SamplingParams,
 };
 
 fn engine(config: EngineConfig) -> Engine {
@@ -53,6 +53,12 @@ const QUESTIONS: [&str; 8] = [
 #[test]
 fn batching_does_not_change_greedy_output() {
     check_batch_invariance(&engine(EngineConfig::default()));
+}
+
+/// Within each cache type, too: 8-bit blocks are made from each token's own keys and values.
+#[test]
+fn batching_does_not_change_greedy_output_with_an_8_bit_cache() {
+    check_batch_invariance(&engine(EngineConfig { kv_cache: KvCacheType::Q8_0, ..Default::default() }));
 }
 
 /// candle's kernels, still selectable (`ponder bench --kernels candle`), keep the guarantee too:

@@ -59,7 +59,7 @@ fn safetensors_and_gguf_of_each_family_agree() {
         let prompt = hf.template.render(&[Message::user("What is 2 + 2?")]).unwrap();
         let ids = hf.tokenizer.encode_prompt(&prompt).unwrap();
         assert_eq!(ids, gguf.tokenizer.encode_prompt(&prompt).unwrap());
-        let (mut a, mut b) = (hf.model.new_cache(), gguf.model.new_cache());
+        let (mut a, mut b) = (hf.model.new_cache(Default::default()), gguf.model.new_cache(Default::default()));
         let (mut input, label) = (ids, format!("{} scaled: {}", tiny.family, tiny.rope_scaling.is_some()));
         for step in 0..4 {
             let (x, y) = (logits(&hf, &mut a, &input), logits(&gguf, &mut b, &input));
@@ -79,7 +79,10 @@ fn safetensors_and_gguf_of_each_family_agree() {
     let text: String = (0..120).map(|i| format!("step {i}, ")).collect();
     let ids: Vec<u32> = plain.tokenizer.encode_prompt(&text).unwrap();
     assert!(ids.len() > 500, "{}", ids.len());
-    let (x, y) = (logits(&plain, &mut plain.model.new_cache(), &ids), logits(&scaled, &mut scaled.model.new_cache(), &ids));
+    let (x, y) = (
+        logits(&plain, &mut plain.model.new_cache(Default::default()), &ids),
+        logits(&scaled, &mut scaled.model.new_cache(Default::default()), &ids),
+    );
     assert!(rel_err(&x, &y) > 1e-3, "Llama 3's RoPE scaling changed nothing");
 }
 

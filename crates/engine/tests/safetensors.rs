@@ -123,7 +123,7 @@ fn safetensors_folder_matches_the_same_weights_in_gguf() {
     let b_ids = from_gguf.tokenizer.encode_prompt(&prompt).unwrap();
     assert_eq!(a_ids, b_ids, "tokenizer.json and GGUF metadata tokenize alike");
     let logits = |m: &ponder_engine::LoadedModel| {
-        let mut cache = m.model.new_cache();
+        let mut cache = m.model.new_cache(Default::default());
         m.model
             .forward(&mut [StepInput { tokens: &a_ids, cache: &mut cache, logit_rows: 1 }])
             .unwrap()

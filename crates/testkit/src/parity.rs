@@ -92,7 +92,7 @@ pub fn check(path: &Path) {
         ponders.template.render(&[Message::user("What is the sum of the first 10 odd numbers? Explain briefly.")]).unwrap();
     let tokens = ponders.tokenizer.encode_prompt(&prompt).unwrap();
     let (mut stock, mut exact) = (Stock::load(family, path, false), Stock::load(family, path, true));
-    let mut caches = [with_candle.model.new_cache(), ponders.model.new_cache()];
+    let mut caches = [with_candle.model.new_cache(Default::default()), ponders.model.new_cache(Default::default())];
     let (mut input, mut pos) = (tokens, 0);
     let (mut sum_ours, mut sum_stock) = ([0f32; 2], 0f32);
     for step in 0..8 {

@@ -26,6 +26,7 @@ fn declarations() -> String {
         // Settings and the server.
         settings::Language::decl(&cfg),
         settings::Theme::decl(&cfg),
+        ponder_engine::KvCacheType::decl(&cfg),
         settings::Settings::decl(&cfg),
         server::ServerStatus::decl(&cfg),
         // Chat.

@@ -70,6 +70,8 @@ export type Language = "en" | "zh-CN";
 
 export type Theme = "light" | "dark" | "system";
 
+export type KvCacheType = "f16" | "q8_0";
+
 export type Settings = { 
 /**
  * A GGUF file or model folder; `None` means the downloaded default model.
@@ -86,7 +88,11 @@ max_sequences: number,
 /**
  * Longest context a conversation may use, in tokens.
  */
-context_size: number, temperature: number, top_p: number, max_tokens: number, 
+context_size: number, 
+/**
+ * How the engine's KV cache stores keys and values (applies at the next start).
+ */
+kv_cache: KvCacheType, temperature: number, top_p: number, max_tokens: number, 
 /**
  * Close the thought after this many tokens; `None` lets the model think as long as it likes.
  */

@@ -1,6 +1,6 @@
 use anyhow::Result;
 use ponder_engine::bench::{self, BenchOptions};
-use ponder_engine::KQuantKernels;
+use ponder_engine::{KQuantKernels, KvCacheType};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -37,7 +37,7 @@ enum Kernels {
     Candle,
 }
 
-pub fn run(args: Args, model: Option<PathBuf>, threads: usize) -> Result<()> {
+pub fn run(args: Args, model: Option<PathBuf>, threads: usize, kv_cache: KvCacheType) -> Result<()> {
     let path = crate::model_arg::resolve(model)?;
     let opts = BenchOptions {
         runs: args.runs.max(1),
@@ -50,6 +50,7 @@ pub fn run(args: Args, model: Option<PathBuf>, threads: usize) -> Result<()> {
         },
         memory_context: args.memory_context,
         depths: args.depths.into_iter().filter(|&d| d > 0).collect(),
+        kv_cache,
     };
     let report = bench::run(&path, threads, &opts, |stage| eprintln!("bench: {stage}"))?;
     if args.json {
@@ -58,6 +59,7 @@ pub fn run(args: Args, model: Option<PathBuf>, threads: usize) -> Result<()> {
     }
     println!("model           {} ({} threads, medians of {} runs)", report.model, report.threads, report.runs);
     println!("K-quant kernels {}", report.kernels);
+    println!("KV cache        {}", report.kv_cache);
     println!("load            {:.2} s", report.load_s);
     println!("single decode   {:.1} tok/s", report.single_decode_tok_s);
     for p in &report.decode_at_depth {

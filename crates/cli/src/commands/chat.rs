@@ -1,5 +1,7 @@
 use anyhow::{Context, Result};
-use ponder_engine::{Channel, Engine, EngineConfig, Event, GenerateRequest, LoadOptions, Message, Priority, SamplingParams};
+use ponder_engine::{
+    Channel, Engine, EngineConfig, Event, GenerateRequest, KvCacheType, LoadOptions, Message, Priority, SamplingParams,
+};
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 
@@ -29,7 +31,7 @@ pub struct Args {
     seed: Option<u64>,
 }
 
-pub fn run(args: Args, model: Option<PathBuf>) -> Result<()> {
+pub fn run(args: Args, model: Option<PathBuf>, kv_cache: KvCacheType) -> Result<()> {
     let question = match args.question {
         Some(q) => q,
         None => {
@@ -42,7 +44,7 @@ pub fn run(args: Args, model: Option<PathBuf>) -> Result<()> {
     anyhow::ensure!(!question.is_empty(), "no question given");
     let path = crate::model_arg::resolve(model)?;
     let loaded = ponder_engine::load(&path, &LoadOptions { max_context: Some(32768), ..Default::default() })?;
-    let engine = Engine::start(loaded, EngineConfig::default())?;
+    let engine = Engine::start(loaded, EngineConfig { kv_cache, ..Default::default() })?;
     let req = GenerateRequest {
         max_tokens: args.max_tokens,
         thinking_budget: args.think_budget,

@@ -1,6 +1,6 @@
 use anyhow::{Context, Result};
 use ponder_engine::perplexity::{self, PerplexityOptions};
-use ponder_engine::{load, LoadOptions};
+use ponder_engine::{load, KvCacheType, LoadOptions};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -19,19 +19,19 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(args: Args, model: Option<PathBuf>) -> Result<()> {
+pub fn run(args: Args, model: Option<PathBuf>, kv_cache: KvCacheType) -> Result<()> {
     let path = crate::model_arg::resolve(model)?;
     let text = std::fs::read_to_string(&args.file).with_context(|| format!("{}", args.file.display()))?;
     let loaded = load(&path, &LoadOptions::default())?;
-    let opts = PerplexityOptions { context: args.context, max_chunks: args.chunks };
+    let opts = PerplexityOptions { context: args.context, max_chunks: args.chunks, kv_cache };
     let report = perplexity::perplexity(&loaded, &text, &opts, |c, n, ppl| eprintln!("perplexity: chunk {c}/{n}: {ppl:.4}"))
         .with_context(|| format!("{}", args.file.display()))?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
         println!(
-            "PPL = {:.4} +/- {:.5} ({} chunks of {} tokens, {} tokens scored)",
-            report.perplexity, report.std_error, report.chunks, report.context, report.scored_tokens
+            "PPL = {:.4} +/- {:.5} ({} chunks of {} tokens, {} tokens scored, {} cache)",
+            report.perplexity, report.std_error, report.chunks, report.context, report.scored_tokens, report.kv_cache
         );
     }
     Ok(())

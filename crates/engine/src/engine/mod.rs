@@ -14,6 +14,7 @@ pub use stats::EngineStats;
 
 use crate::chat_template::ChatTemplate;
 use crate::error::{EngineError, Result};
+use crate::kv_cache::KvCacheType;
 use crate::loader::{LoadedModel, ModelInfo};
 use crate::request::{GenerateRequest, Prompt};
 use crate::scheduler::{Limits, Scheduler, Waiting};
@@ -33,11 +34,13 @@ pub struct EngineConfig {
     pub kv_budget_bytes: Option<u64>,
     /// Tokens one step may process (decodes plus prompt chunks).
     pub max_step_tokens: usize,
+    /// How the KV cache stores keys and values.
+    pub kv_cache: KvCacheType,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        Self { max_seqs: 8, kv_budget_bytes: None, max_step_tokens: 512 }
+        Self { max_seqs: 8, kv_budget_bytes: None, max_step_tokens: 512, kv_cache: KvCacheType::F16 }
     }
 }
 
@@ -66,7 +69,7 @@ impl Engine {
         if config.max_seqs == 0 || config.max_step_tokens == 0 {
             return Err(EngineError::InvalidConfig("max_seqs and max_step_tokens must be > 0"));
         }
-        let per_token = model.config().kv_bytes_per_token() as u64;
+        let per_token = model.config().kv_bytes_per_token(config.kv_cache) as u64;
         let context_length = model.config().context_length;
         let budget_bytes = config.kv_budget_bytes.unwrap_or(config.max_seqs as u64 * 4096.min(context_length as u64) * per_token);
         let kv_budget_tokens = (budget_bytes / per_token).max(1) as usize;
@@ -88,6 +91,7 @@ impl Engine {
             rx,
             sched: Scheduler::new(limits),
             limits,
+            kv_cache: config.kv_cache,
             close,
             rate: Default::default(),
             fed: 0,

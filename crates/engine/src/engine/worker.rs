@@ -11,6 +11,7 @@ use super::stats::{EngineStats, RateMeter};
 use super::Shared;
 use crate::decoder::{Decoder, StepInput};
 use crate::error::panic_message;
+use crate::kv_cache::KvCacheType;
 use crate::request::FinishReason;
 use crate::scheduler::{Limits, Planned, Scheduler, Waiting};
 use crate::sequence::Seq;
@@ -31,6 +32,8 @@ pub(super) struct Worker {
     pub sched: Scheduler,
     /// The scheduler's limits, to start over with after a panic outside a step.
     pub limits: Limits,
+    /// How new sequences' caches store keys and values.
+    pub kv_cache: KvCacheType,
     /// The tokens that close a thought, forced when a thinking budget runs out.
     pub close: Vec<u32>,
     pub rate: RateMeter,
@@ -94,7 +97,7 @@ impl Worker {
     /// for the CPU's kernels, which would otherwise land on the first user's request.
     fn warm_up(&mut self) {
         let t = Instant::now();
-        let mut cache = self.model.new_cache();
+        let mut cache = self.model.new_cache(self.kv_cache);
         let token = self.close.first().copied().unwrap_or(0);
         let _ = self.model.forward(&mut [StepInput { tokens: &[token, token], cache: &mut cache, logit_rows: 1 }]);
         tracing::debug!("warm-up took {:?}", t.elapsed());
@@ -134,9 +137,9 @@ impl Worker {
         let mut seqs = self.sched.planned_mut(plan);
         let mut inputs: Vec<StepInput<'_>> = Vec::with_capacity(plan.len());
         for (p, s) in plan.iter().zip(seqs.iter_mut()) {
-            let model = &self.model;
+            let (model, kind) = (&self.model, self.kv_cache);
             let Seq { tokens, cache, .. } = &mut **s;
-            let cache = cache.get_or_insert_with(|| model.new_cache());
+            let cache = cache.get_or_insert_with(|| model.new_cache(kind));
             inputs.push(StepInput { tokens: &tokens[p.range.clone()], cache, logit_rows: usize::from(p.wants_logits) });
         }
         let t = Instant::now();

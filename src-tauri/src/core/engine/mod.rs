@@ -87,7 +87,7 @@ impl EngineState {
             *slot = Slot::Loading(path.clone());
         }
         let this = self.clone();
-        let config = EngineConfig { max_seqs: settings.max_sequences, ..EngineConfig::default() };
+        let config = EngineConfig { max_seqs: settings.max_sequences, kv_cache: settings.kv_cache, ..EngineConfig::default() };
         let options = LoadOptions { max_context: Some(settings.context_size), ..Default::default() };
         std::thread::Builder::new()
             .name("ponder-load".into())

@@ -20,6 +20,8 @@ pub struct Settings {
     pub max_sequences: usize,
     /// Longest context a conversation may use, in tokens.
     pub context_size: usize,
+    /// How the engine's KV cache stores keys and values (applies at the next start).
+    pub kv_cache: ponder_engine::KvCacheType,
     pub temperature: f32,
     pub top_p: f32,
     pub max_tokens: usize,
@@ -63,6 +65,7 @@ impl Default for Settings {
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             max_sequences: 8,
             context_size: 16384,
+            kv_cache: ponder_engine::KvCacheType::F16,
             temperature: ponder_engine::SamplingParams::default().temperature,
             top_p: ponder_engine::SamplingParams::default().top_p,
             // Twice the engine's default: a chat has no deadline, and a hard question's
