@@ -180,11 +180,15 @@ mod tests {
         s.update(|s| {
             s.temperature = 0.3;
             s.language = Language::SimplifiedChinese;
+            s.kv_cache = ponder_engine::KvCacheType::Q8_0;
         })
         .unwrap();
         let again = state(dir.path()).get();
         assert_eq!(again.temperature, 0.3);
         assert_eq!(again.language, Language::SimplifiedChinese);
+        assert_eq!(again.kv_cache, ponder_engine::KvCacheType::Q8_0);
+        let file = std::fs::read_to_string(dir.path().join("settings.json")).unwrap();
+        assert!(file.contains(r#""kv_cache": "q8_0""#) || file.contains(r#""kv_cache":"q8_0""#), "{file}");
     }
 
     #[test]
@@ -193,6 +197,7 @@ mod tests {
         std::fs::write(dir.path().join("settings.json"), r#"{"top_p": 0.5}"#).unwrap();
         assert_eq!(state(dir.path()).get().top_p, 0.5);
         assert_eq!(state(dir.path()).get().max_sequences, 8);
+        assert_eq!(state(dir.path()).get().kv_cache, ponder_engine::KvCacheType::F16);
         std::fs::write(dir.path().join("settings.json"), "{ not json").unwrap();
         assert_eq!(state(dir.path()).get(), Settings::default());
         assert!(dir.path().join("settings.json.unreadable").exists());
