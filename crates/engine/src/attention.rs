@@ -8,9 +8,9 @@
 //! of the future keys the causal mask would throw away, and nothing is allocated per head.
 //!
 //! Keys and values are read as the cache stores them (f16, or 8-bit blocks with a scale), and
-//! widened eight at a time as they are used. Deep into a long thought the cache is most of what a decoding step reads: a copy
-//! as f32 each step would write twice its size and read it back, which made decoding at a
-//! depth of 4,096 run at 0.6 of its short-context rate. Widening is exact, so the arithmetic,
+//! widened eight at a time as they are used. Deep into a long thought the cache is most of
+//! what a decoding step reads: a copy as f32 each step would write twice its size and read it
+//! back, which made decoding at a depth of 4,096 run at 0.6 of its short-context rate. Widening is exact, so the arithmetic,
 //! and every bit of the result, is what it was on the copy.
 
 use crate::kv_cache::{LayerCache, Rows, Q8_BLOCK};
