@@ -195,7 +195,7 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
     let loaded = load(model, &LoadOptions { max_context: Some(deepest.max(8192)), kernels: opts.kernels })?;
     let load_s = t0.elapsed().as_secs_f64();
     let name = loaded.info.name.clone();
-    let kv_cache = opts.kv_cache.for_head_dim(loaded.model.config().head_dim);
+    let kv_cache = loaded.model.kv_cache_type(opts.kv_cache);
     let max_batch = opts.batch_sizes.iter().copied().max().unwrap_or(1).max(9);
     let engine = Engine::start(loaded, EngineConfig { max_seqs: max_batch, kv_cache: opts.kv_cache, ..Default::default() })?;
     // Warm up: the first matmuls repack weights.

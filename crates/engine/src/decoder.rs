@@ -285,10 +285,15 @@ impl Decoder {
         &self.config
     }
 
-    /// A new, empty KV cache for one sequence, storing `kind` where the model's head size
-    /// allows it (see [`KvCacheType::for_head_dim`]).
+    /// The cache type this model's caches get when `kind` is asked for: `kind` where the
+    /// model's head size allows it (see [`KvCacheType::for_head_dim`]).
+    pub fn kv_cache_type(&self, kind: KvCacheType) -> KvCacheType {
+        kind.for_head_dim(self.config.head_dim)
+    }
+
+    /// A new, empty KV cache for one sequence, of [`Decoder::kv_cache_type`]`(kind)`.
     pub fn new_cache(&self, kind: KvCacheType) -> SeqCache {
-        SeqCache::new(self.config.num_layers, kind.for_head_dim(self.config.head_dim))
+        SeqCache::new(self.config.num_layers, self.kv_cache_type(kind))
     }
 
     /// Loads the model from an opened GGUF file (metadata already validated by the caller).

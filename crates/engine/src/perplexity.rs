@@ -114,7 +114,7 @@ pub fn perplexity(
     let (perplexity, std_error) = nlls.estimate();
     Ok(PerplexityReport {
         context,
-        kv_cache: opts.kv_cache.for_head_dim(loaded.model.config().head_dim),
+        kv_cache: loaded.model.kv_cache_type(opts.kv_cache),
         chunks,
         scored_tokens: nlls.count,
         perplexity,
