@@ -26,6 +26,9 @@ pub struct BenchOptions {
     pub depths: Vec<usize>,
     /// How the KV cache stores keys and values.
     pub kv_cache: KvCacheType,
+    /// Tokens a word problem's answer may run to, with and without speculative decoding (0
+    /// skips it).
+    pub speculative_tokens: usize,
 }
 
 impl Default for BenchOptions {
@@ -39,6 +42,7 @@ impl Default for BenchOptions {
             memory_context: 4096,
             depths: vec![4096, 8192],
             kv_cache: KvCacheType::F16,
+            speculative_tokens: 512,
         }
     }
 }
@@ -62,6 +66,29 @@ pub struct DepthPoint {
     pub ratio_to_short: f64,
 }
 
+/// A lone chat answering a word problem, greedy, with and without speculative decoding (see
+/// [`crate::speculate`]); both give the same text, so the same tokens are timed.
+#[derive(Debug, Clone, Serialize)]
+pub struct SpeculativePoint {
+    pub prompt_tokens: usize,
+    /// Tokens of the answer (the same with and without drafts).
+    pub tokens: usize,
+    pub plain_tok_s: f64,
+    pub speculative_tok_s: f64,
+    /// `speculative_tok_s / plain_tok_s`, of the medians.
+    pub speedup: f64,
+    /// Drafted tokens the model agreed with, of all drafted.
+    pub acceptance_rate: f64,
+    /// Tokens drafted per generated token.
+    pub drafted_per_token: f64,
+}
+
+/// The benchmark's reasoning-style prompt: a word problem to be worked step by step.
+pub const WORD_PROBLEM: &str = "A train leaves Ashford at 9:00 and travels towards Brampton at 80 km/h. \
+    A second train leaves Brampton, 400 km away, at 10:00 and travels towards Ashford at 100 km/h. \
+    At what time do the trains meet, and how far from Ashford? Reason step by step, check the \
+    answer, and put the final answer in \\boxed{}.";
+
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchReport {
     pub model: String,
@@ -74,6 +101,8 @@ pub struct BenchReport {
     pub load_s: f64,
     pub single_decode_tok_s: f64,
     pub decode_at_depth: Vec<DepthPoint>,
+    /// `None` when skipped.
+    pub speculative: Option<SpeculativePoint>,
     pub prefill_tok_s: f64,
     pub aggregate: Vec<AggregatePoint>,
     pub chat_ttft_under_load_s: f64,
@@ -126,6 +155,8 @@ fn request(prompt: String, max_tokens: usize, priority: Priority) -> GenerateReq
         priority,
         detect_loops: false,
         ignore_eos: true,
+        // Plain decoding: filler text repeats itself, which drafts would exploit.
+        speculate: false,
         ..GenerateRequest::text(prompt)
     }
 }
@@ -239,6 +270,11 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
         decode_at_depth.push(DepthPoint { depth, tok_s, ratio_to_short: tok_s / short });
     }
 
+    let speculative = match opts.speculative_tokens {
+        0 => None,
+        n => Some(speculative(&engine, n, opts.runs, &mut progress)?),
+    };
+
     let mut aggregate = Vec::new();
     for &n in &opts.batch_sizes {
         let (mut xs, mut whole) = (Vec::new(), Vec::new());
@@ -301,10 +337,55 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
         load_s,
         single_decode_tok_s: short,
         decode_at_depth,
+        speculative,
         prefill_tok_s: median(prefill),
         aggregate,
         chat_ttft_under_load_s: median(ttft),
         peak_rss_bytes: peak_rss_bytes(),
         memory_context_tokens: opts.memory_context,
+    })
+}
+
+/// The word problem answered `runs` times each way, plain and speculative in turn so that both
+/// see the same machine; the medians of each.
+fn speculative(engine: &Engine, max_tokens: usize, runs: usize, progress: &mut impl FnMut(&str)) -> Result<SpeculativePoint> {
+    let chat = |speculate| GenerateRequest {
+        sampling: SamplingParams::greedy(),
+        max_tokens,
+        detect_loops: false,
+        speculate,
+        ..GenerateRequest::chat(vec![crate::Message::user(WORD_PROBLEM)])
+    };
+    let prompt_tokens = engine.prompt_tokens(&chat(false).prompt)?;
+    let (mut plain, mut spec, mut tokens) = (Vec::new(), Vec::new(), 0);
+    let (mut drafted, mut accepted) = (0, 0);
+    for r in 0..runs {
+        for speculate in [false, true] {
+            let way = if speculate { "speculative" } else { "plain" };
+            progress(&format!("a word problem, {way} decoding, run {}/{runs}", r + 1));
+            let before = engine.stats();
+            let t = drive(&mut [engine.submit(chat(speculate))?], Instant::now());
+            let after = engine.stats();
+            let (first, done) = (t[0].first.unwrap(), t[0].done.unwrap());
+            let rate = t[0].tokens.saturating_sub(1) as f64 / done.duration_since(first).as_secs_f64();
+            tokens = t[0].tokens;
+            if speculate {
+                spec.push(rate);
+                drafted += after.total_drafted - before.total_drafted;
+                accepted += after.total_accepted - before.total_accepted;
+            } else {
+                plain.push(rate);
+            }
+        }
+    }
+    let (plain_tok_s, speculative_tok_s) = (median(plain), median(spec));
+    Ok(SpeculativePoint {
+        prompt_tokens,
+        tokens,
+        plain_tok_s,
+        speculative_tok_s,
+        speedup: speculative_tok_s / plain_tok_s,
+        acceptance_rate: if drafted > 0 { accepted as f64 / drafted as f64 } else { 0.0 },
+        drafted_per_token: drafted as f64 / (tokens.max(1) * runs) as f64,
     })
 }

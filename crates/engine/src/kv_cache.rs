@@ -252,6 +252,16 @@ impl SeqCache {
         }
     }
 
+    /// Forgets every position from `len` on (drafted tokens that were not taken); the next
+    /// append writes over them.
+    pub(crate) fn truncate(&mut self, len: usize) {
+        assert!(len <= self.len, "truncating {} cached positions to {len}", self.len);
+        self.len = len;
+        for l in &mut self.layers {
+            l.len = len;
+        }
+    }
+
     /// An independent copy, for `n` samples that share one prompt prefill.
     pub fn fork(&self) -> Self {
         Self { layers: self.layers.clone(), len: self.len }

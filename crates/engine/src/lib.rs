@@ -26,6 +26,7 @@ mod rowwise;
 pub mod sampler;
 mod scheduler;
 mod sequence;
+mod speculate;
 pub mod stream;
 pub mod tokenizer;
 

@@ -52,6 +52,15 @@ pub struct GenerateRequest {
     /// model's default. R1 models think whatever this says, instruct models never do.
     #[serde(default)]
     pub thinking: Option<bool>,
+    /// When the sample decodes alone, guess a few tokens ahead by n-gram lookup and check the
+    /// guesses in one step (speculative decoding). The output is the same either way (greedy:
+    /// bit for bit; sampled: in distribution); only the speed differs.
+    #[serde(default = "yes")]
+    pub speculate: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl GenerateRequest {
@@ -68,6 +77,7 @@ impl GenerateRequest {
             ignore_eos: false,
             min_tokens: 0,
             thinking: None,
+            speculate: true,
         }
     }
 

@@ -65,6 +65,36 @@ impl Sampler {
 
     /// `history` is every token so far (prompt and output), for the repetition penalty.
     pub fn sample(&mut self, logits: &mut [f32], history: &[u32]) -> u32 {
+        match self.distribution(logits, history) {
+            Distribution::Greedy(id) => id,
+            Distribution::Weighted(cands) => self.draw(&cands, None),
+        }
+    }
+
+    /// Samples as [`Sampler::sample`] does, given a token a draft proposed for this position:
+    /// the draft is taken with its probability `p(draft)`, and otherwise a token is drawn from
+    /// the rest of the distribution, renormalised. That is the speculative-sampling rule
+    /// (Leviathan et al., 2023) for a draft proposed with certainty, and every token still
+    /// comes out with probability `p`: `p(draft)` directly, any other `y` as
+    /// `(1 - p(draft)) · p(y) / (1 - p(draft))`. Greedy decoding takes the maximum either way.
+    pub fn sample_draft(&mut self, logits: &mut [f32], history: &[u32], draft: u32) -> u32 {
+        match self.distribution(logits, history) {
+            Distribution::Greedy(id) => id,
+            Distribution::Weighted(cands) => {
+                let total: f32 = cands.iter().map(|c| c.1).sum();
+                let weight = cands.iter().find(|c| c.0 == draft).map_or(0.0, |c| c.1);
+                if weight > 0.0 && self.rng.random::<f32>() * total < weight {
+                    draft
+                } else {
+                    self.draw(&cands, Some(draft))
+                }
+            }
+        }
+    }
+
+    /// The tokens that can be drawn and their weights (not normalised), after the repetition
+    /// penalty, temperature, top-k, min-p and top-p.
+    fn distribution(&self, logits: &mut [f32], history: &[u32]) -> Distribution {
         let p = &self.params;
         if p.repetition_penalty != 1.0 {
             let mut seen = std::collections::HashSet::new();
@@ -77,7 +107,7 @@ impl Sampler {
             }
         }
         if p.temperature == 0.0 {
-            return argmax(logits);
+            return Distribution::Greedy(argmax(logits));
         }
         // Candidates sorted by logit, cut by top-k; the rest are negligible for any sane top-p.
         let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -91,7 +121,7 @@ impl Sampler {
             .map(|(i, &l)| (i as u32, ((l - max) * inv_t).exp()))
             .collect();
         if cands.is_empty() {
-            return argmax(logits);
+            return Distribution::Greedy(argmax(logits));
         }
         cands.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         if p.top_k > 0 && cands.len() > p.top_k {
@@ -114,16 +144,33 @@ impl Sampler {
             }
             cands.truncate(keep);
         }
-        let total: f32 = cands.iter().map(|c| c.1).sum();
+        Distribution::Weighted(cands)
+    }
+
+    /// One token drawn in proportion to its weight, `except` left out.
+    fn draw(&mut self, cands: &[(u32, f32)], except: Option<u32>) -> u32 {
+        let kept = || cands.iter().filter(|c| Some(c.0) != except);
+        let total: f32 = kept().map(|c| c.1).sum();
+        if total <= 0.0 {
+            // Only the excepted token had any weight (it was rejected with probability 0).
+            return cands[0].0;
+        }
         let mut r = self.rng.random::<f32>() * total;
-        for c in &cands {
+        for c in kept() {
             r -= c.1;
             if r <= 0.0 {
                 return c.0;
             }
         }
-        cands.last().map(|c| c.0).unwrap_or(0)
+        kept().next_back().map_or(cands[0].0, |c| c.0)
     }
+}
+
+/// What a row of logits allows.
+enum Distribution {
+    Greedy(u32),
+    /// `(token, weight)`, heaviest first.
+    Weighted(Vec<(u32, f32)>),
 }
 
 /// Index of the largest value; the lowest index wins a tie, so greedy decoding is deterministic.
@@ -200,6 +247,40 @@ mod tests {
         let mut s = Sampler::new(params, 0);
         // 3.0 / 2 = 1.5 < 2.9: token 5 wins once token 1 has been seen.
         assert_eq!(s.sample(&mut logits(), &[1]), 5);
+    }
+
+    /// Drawing with a draft leaves every token's probability as it was, whichever token the
+    /// draft proposes: likely, unlikely, or cut by top-k. A chi-square test over 6 tokens (5
+    /// degrees of freedom): 25 is beyond the 0.9999 quantile (about 25.7 is 0.99993), and the
+    /// seeds are fixed, so the test is deterministic.
+    #[test]
+    fn a_draft_does_not_change_what_is_drawn() {
+        let params = SamplingParams { temperature: 0.8, top_p: 1.0, top_k: 5, seed: Some(11), ..Default::default() };
+        let l = logits();
+        let weights: Vec<f64> = l.iter().map(|&x| ((x as f64 - 3.0) / 0.8).exp()).collect();
+        // top-k 5 drops token 3 (the lowest logit).
+        let kept: f64 = weights.iter().enumerate().filter(|(i, _)| *i != 3).map(|(_, w)| w).sum();
+        let p: Vec<f64> = weights.iter().enumerate().map(|(i, w)| if i == 3 { 0.0 } else { w / kept }).collect();
+        let n = 200_000;
+        for draft in [1u32, 4, 3] {
+            let mut s = Sampler::new(params.clone(), u64::from(draft));
+            let mut counts = [0usize; 6];
+            for _ in 0..n {
+                counts[s.sample_draft(&mut l.clone(), &[], draft) as usize] += 1;
+            }
+            assert_eq!(counts[3], 0, "token 3 is outside top-k, drafted or not");
+            let chi2: f64 = (0..6)
+                .filter(|&i| p[i] > 0.0)
+                .map(|i| {
+                    let e = p[i] * n as f64;
+                    (counts[i] as f64 - e).powi(2) / e
+                })
+                .sum();
+            assert!(chi2 < 25.0, "draft {draft}: counts {counts:?} against p {p:?}, chi2 {chi2}");
+        }
+        // Greedy takes the maximum, whatever the draft.
+        let mut g = Sampler::new(SamplingParams::greedy(), 0);
+        assert_eq!(g.sample_draft(&mut logits(), &[], 5), 1);
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub(crate) struct Limits {
     pub max_seqs: usize,
     pub kv_budget_tokens: usize,
     pub max_step_tokens: usize,
+    /// The model's context length, which drafts must stay within.
+    pub context_length: usize,
 }
 
 /// A request waiting for room.
@@ -50,6 +52,9 @@ pub(crate) struct Planned {
     pub range: Range<usize>,
     /// It reaches the end of its tokens, so it needs logits to draw the next one.
     pub wants_logits: bool,
+    /// Tokens fed after `range` to be verified: a lone decoding sequence's guess at what comes
+    /// next (see [`crate::speculate`]). Each gets a row of logits too.
+    pub draft: Vec<u32>,
 }
 
 /// How full the engine is, for its published stats.
@@ -230,8 +235,21 @@ impl Scheduler {
     }
 
     /// The step: who feeds which tokens. Decodes go first (they are one token each and someone
-    /// is waiting on them), then prompt chunks, interactive first.
+    /// is waiting on them), then prompt chunks, interactive first. A sequence that decodes
+    /// alone also feeds a draft: its step is nearly free to widen, while in a batch the
+    /// arithmetic is spent already.
     fn plan(&self) -> Vec<Planned> {
+        let mut plan = self.plan_tokens();
+        if let [only] = &mut plan[..] {
+            let seq = &self.seqs[only.seq];
+            if only.wants_logits && !seq.is_prefill() {
+                only.draft = seq.draft(self.limits.context_length);
+            }
+        }
+        plan
+    }
+
+    fn plan_tokens(&self) -> Vec<Planned> {
         let mut plan = Vec::new();
         let mut used = 0;
         let runnable: Vec<usize> = (0..self.seqs.len()).filter(|&i| !self.seqs[i].paused).collect();
@@ -259,7 +277,7 @@ impl Scheduler {
     }
 
     fn planned(&self, seq: usize, range: Range<usize>) -> Planned {
-        Planned { seq, wants_logits: range.end == self.seqs[seq].tokens.len(), range }
+        Planned { seq, wants_logits: range.end == self.seqs[seq].tokens.len(), range, draft: Vec::new() }
     }
 }
 
@@ -293,12 +311,13 @@ mod tests {
             starts_thinking: false,
             admitted_seq: 0,
             sampling: SamplingParams::greedy(),
+            speculate: true,
         };
         (Waiting { ctx: Arc::new(ctx), tokens: vec![1; prompt], n }, rx)
     }
 
     fn scheduler(max_seqs: usize, kv_budget_tokens: usize, max_step_tokens: usize) -> Scheduler {
-        Scheduler::new(Limits { max_seqs, kv_budget_tokens, max_step_tokens })
+        Scheduler::new(Limits { max_seqs, kv_budget_tokens, max_step_tokens, context_length: 100_000 })
     }
 
     /// Schedules and applies one step as the worker would; returns the plan.
@@ -427,6 +446,25 @@ mod tests {
         assert_eq!(sizes(&step(&mut s)), vec![1, 1, 256]);
         assert_eq!(sizes(&step(&mut s)), vec![1, 1, 256]);
         assert_eq!(sizes(&step(&mut s)), vec![1, 1, 88]);
+    }
+
+    #[test]
+    fn only_a_sequence_decoding_alone_drafts() {
+        let mut s = scheduler(2, 10_000, 512);
+        // A prompt that repeats itself: "1 2 3 1 2 3 ...".
+        let (mut a, _ra) = request(Priority::Interactive, 0, 1);
+        a.tokens = [1, 2, 3].repeat(4);
+        s.enqueue(a);
+        assert!(step(&mut s)[0].draft.is_empty(), "reading a prompt");
+        // After the drawn token 0, "1 2" again, as if decoded.
+        s.seqs[0].tokens.extend([1, 2]);
+        s.seqs[0].cache.as_mut().unwrap().commit(2);
+        let plan = s.schedule();
+        assert_eq!(plan[0].range.len(), 1);
+        assert_eq!(plan[0].draft, vec![3, 0, 1, 2], "alone, it drafts what followed 1 2 the last time");
+        let (b, _rb) = request(Priority::Batch, 3, 1);
+        s.enqueue(b);
+        assert!(s.schedule().iter().all(|p| p.draft.is_empty()), "in company, nobody drafts");
     }
 
     #[test]

@@ -110,6 +110,56 @@ fn check_batch_invariance(e: &Engine) {
     assert_eq!((reason, tokens), (alone.1, alone.2));
 }
 
+/// Speculative decoding (a lone sequence feeds n-gram drafts and keeps the rows that match)
+/// gives the very text plain decoding gives, on prompts whose answers repeat themselves, so
+/// that drafts are taken, and across stop strings, token limits and `min_tokens`.
+#[test]
+fn speculation_does_not_change_greedy_output() {
+    for kind in KvCacheType::ALL {
+        let e = engine(EngineConfig { kv_cache: kind, ..Default::default() });
+        let requests = [
+            greedy("Write the sentence 'The cat sat on the mat.' five times, one per line.", 80, Priority::Interactive),
+            greedy("Count from 1 to 40, separated by commas.", 120, Priority::Batch),
+            GenerateRequest {
+                stop: vec!["17".into()],
+                ..greedy("Count from 1 to 40, separated by commas.", 120, Priority::Batch)
+            },
+            GenerateRequest { min_tokens: 40, ..greedy("Say yes, then repeat it.", 64, Priority::Batch) },
+            greedy(QUESTIONS[0], 100, Priority::Batch),
+        ];
+        let before = e.stats();
+        for req in requests {
+            let plain = answer(&mut e.submit(GenerateRequest { speculate: false, ..req.clone() }).unwrap());
+            let drafted = e.stats().total_drafted;
+            let spec = answer(&mut e.submit(req.clone()).unwrap());
+            assert_eq!(spec, plain, "{kind}: {:?}", req.prompt);
+            assert!(e.stats().total_drafted > drafted || plain.2 < 10, "{kind}: no drafts for {:?}", req.prompt);
+        }
+        let s = e.stats();
+        let (drafted, accepted) = (s.total_drafted - before.total_drafted, s.total_accepted - before.total_accepted);
+        eprintln!("{kind}: {accepted} of {drafted} drafted tokens taken");
+        assert!(accepted >= 50 && accepted < drafted, "{kind}: {accepted} of {drafted}");
+    }
+}
+
+/// With sampling, drafts are taken by the speculative-sampling rule: a seed still gives the
+/// same text run after run, and the samples differ from each other as they should.
+#[test]
+fn speculation_with_sampling_is_reproducible_and_takes_drafts() {
+    let e = engine(EngineConfig::default());
+    let req = GenerateRequest {
+        sampling: SamplingParams { temperature: 0.6, seed: Some(3), ..Default::default() },
+        ..greedy("Write the sentence 'The cat sat on the mat.' five times, one per line.", 80, Priority::Interactive)
+    };
+    let before = e.stats().total_accepted;
+    let a = answer(&mut e.submit(req.clone()).unwrap());
+    let b = answer(&mut e.submit(req.clone()).unwrap());
+    assert_eq!(a, b, "same seed, same text");
+    eprintln!("{:?}\n{}", e.stats(), a.0);
+    assert!(e.stats().total_accepted > before + 20, "{:?}", e.stats());
+    assert!(a.0.matches("The cat sat on the mat").count() >= 4, "{}", a.0);
+}
+
 #[test]
 fn interactive_pauses_batch_work_and_paused_work_resumes_whole() {
     let e = engine(EngineConfig { max_seqs: 2, ..Default::default() });

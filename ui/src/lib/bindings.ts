@@ -19,10 +19,15 @@ export type EngineStats = { running: number, paused: number, waiting: number, kv
  */
 tokens_per_second: number, total_generated: number, 
 /**
- * Tokens fed through the model, prompts and generated tokens alike: how far prompts have
- * been read.
+ * Tokens fed through the model, prompts, generated tokens and drafts alike: how far
+ * prompts have been read.
  */
-total_fed: number, };
+total_fed: number, 
+/**
+ * Tokens drafted for speculative decoding and verified, and how many of them the model
+ * agreed with (see `speculate`).
+ */
+total_drafted: number, total_accepted: number, };
 
 export type Channel = "thinking" | "answer";
 

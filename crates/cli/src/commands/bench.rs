@@ -29,6 +29,10 @@ pub struct Args {
     /// Context depths at which single-stream decode is measured again (comma-separated; 0 skips).
     #[arg(long, value_delimiter = ',', default_value = "4096,8192")]
     depths: Vec<usize>,
+    /// Tokens a word problem's answer may run to, timed with and without speculative
+    /// decoding (0 skips it).
+    #[arg(long, default_value_t = 512)]
+    speculative_tokens: usize,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -51,6 +55,7 @@ pub fn run(args: Args, model: Option<PathBuf>, threads: usize, kv_cache: KvCache
         memory_context: args.memory_context,
         depths: args.depths.into_iter().filter(|&d| d > 0).collect(),
         kv_cache,
+        speculative_tokens: args.speculative_tokens,
     };
     let report = bench::run(&path, threads, &opts, |stage| eprintln!("bench: {stage}"))?;
     if args.json {
@@ -64,6 +69,17 @@ pub fn run(args: Args, model: Option<PathBuf>, threads: usize, kv_cache: KvCache
     println!("single decode   {:.1} tok/s", report.single_decode_tok_s);
     for p in &report.decode_at_depth {
         println!("decode at {:<5} {:.1} tok/s ({:.2}x short)", p.depth, p.tok_s, p.ratio_to_short);
+    }
+    if let Some(p) = &report.speculative {
+        println!(
+            "speculative     {:.1} tok/s against {:.1} plain ({:.2}x), {:.0} % of {:.2} drafts per token taken ({} tokens)",
+            p.speculative_tok_s,
+            p.plain_tok_s,
+            p.speedup,
+            100.0 * p.acceptance_rate,
+            p.drafted_per_token,
+            p.tokens
+        );
     }
     println!("prefill         {:.1} tok/s", report.prefill_tok_s);
     for p in &report.aggregate {

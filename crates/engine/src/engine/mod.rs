@@ -84,7 +84,8 @@ impl Engine {
         });
         let close = shared.tokenizer.encode_plain("\n</think>\n\n")?;
         let (tx, rx) = crossbeam_channel::unbounded();
-        let limits = Limits { max_seqs: config.max_seqs, kv_budget_tokens, max_step_tokens: config.max_step_tokens };
+        let limits =
+            Limits { max_seqs: config.max_seqs, kv_budget_tokens, max_step_tokens: config.max_step_tokens, context_length };
         let worker = Worker {
             model,
             shared: shared.clone(),
@@ -95,6 +96,8 @@ impl Engine {
             close,
             rate: Default::default(),
             fed: 0,
+            drafted: 0,
+            accepted: 0,
             #[cfg(feature = "fault-inject")]
             faults: fault::Faults::from_env(),
         };
@@ -170,6 +173,7 @@ impl Engine {
             starts_thinking: valid.starts_thinking,
             admitted_seq: 0,
             sampling: req.sampling,
+            speculate: req.speculate,
         };
         let waiting = Waiting { ctx: Arc::new(ctx), tokens: valid.tokens, n: req.n };
         self.tx.send(Command::Submit(waiting)).map_err(|_| EngineError::EngineStopped)?;

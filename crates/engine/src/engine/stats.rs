@@ -16,9 +16,13 @@ pub struct EngineStats {
     /// Generated tokens per second over the last few seconds, all sequences together.
     pub tokens_per_second: f64,
     pub total_generated: u64,
-    /// Tokens fed through the model, prompts and generated tokens alike: how far prompts have
-    /// been read.
+    /// Tokens fed through the model, prompts, generated tokens and drafts alike: how far
+    /// prompts have been read.
     pub total_fed: u64,
+    /// Tokens drafted for speculative decoding and verified, and how many of them the model
+    /// agreed with (see `speculate`).
+    pub total_drafted: u64,
+    pub total_accepted: u64,
 }
 
 /// How long a published figure stays current: the worker publishes after every step, and an

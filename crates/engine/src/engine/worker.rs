@@ -39,6 +39,9 @@ pub(super) struct Worker {
     pub rate: RateMeter,
     /// Tokens fed through the model so far, prompt chunks and generated tokens alike.
     pub fed: u64,
+    /// Draft tokens verified so far, and how many of them were taken.
+    pub drafted: u64,
+    pub accepted: u64,
     #[cfg(feature = "fault-inject")]
     pub faults: super::fault::Faults,
 }
@@ -115,7 +118,7 @@ impl Worker {
         let failure = match outcome {
             Ok(Ok(generated)) => {
                 self.rate.record(Instant::now(), generated);
-                self.fed += plan.iter().map(|p| p.range.len() as u64).sum::<u64>();
+                self.fed += plan.iter().map(|p| (p.range.len() + p.draft.len()) as u64).sum::<u64>();
                 None
             }
             Ok(Err(e)) => Some(format!("the model step failed: {e}")),
@@ -131,31 +134,46 @@ impl Worker {
         self.sched.retire_finished();
     }
 
-    /// The model's forward pass over the plan: one row of logits per sequence that wants them,
-    /// in plan order.
+    /// The model's forward pass over the plan: the rows of logits each sequence wants (one, or
+    /// one more than its draft), in plan order.
     fn forward(&mut self, plan: &[Planned]) -> candle_core::Result<Vec<Vec<f32>>> {
         let mut seqs = self.sched.planned_mut(plan);
+        // A draft is fed after the sequence's own tokens, in one slice.
+        let drafted: Vec<Option<Vec<u32>>> = plan
+            .iter()
+            .zip(seqs.iter())
+            .map(|(p, s)| (!p.draft.is_empty()).then(|| [&s.tokens[p.range.clone()], &p.draft[..]].concat()))
+            .collect();
         let mut inputs: Vec<StepInput<'_>> = Vec::with_capacity(plan.len());
-        for (p, s) in plan.iter().zip(seqs.iter_mut()) {
+        for ((p, s), drafted) in plan.iter().zip(seqs.iter_mut()).zip(&drafted) {
             let (model, kind) = (&self.model, self.kv_cache);
             let Seq { tokens, cache, .. } = &mut **s;
             let cache = cache.get_or_insert_with(|| model.new_cache(kind));
-            inputs.push(StepInput { tokens: &tokens[p.range.clone()], cache, logit_rows: usize::from(p.wants_logits) });
+            let tokens = drafted.as_deref().unwrap_or(&tokens[p.range.clone()]);
+            inputs.push(StepInput { tokens, cache, logit_rows: usize::from(p.wants_logits) + p.draft.len() });
         }
         let t = Instant::now();
         let logits = self.model.forward(&mut inputs)?;
-        tracing::trace!(tokens = ?plan.iter().map(|p| p.range.len()).collect::<Vec<_>>(), elapsed = ?t.elapsed(), "step");
+        tracing::trace!(tokens = ?inputs.iter().map(|i| i.tokens.len()).collect::<Vec<_>>(), elapsed = ?t.elapsed(), "step");
         Ok(logits.map(|l| l.to_vec2::<f32>()).transpose()?.unwrap_or_default())
     }
 
-    /// Hands each row of logits to its sequence (and to the samples it forks now that its
-    /// prompt is read); returns the tokens drawn.
+    /// Hands each sequence its rows of logits (and the samples it forks now that its prompt is
+    /// read, the same row); returns the tokens drawn.
     fn sample(&mut self, plan: &[Planned], rows: Vec<Vec<f32>>) -> usize {
         let (tokenizer, close, context) = (&self.shared.tokenizer, &self.close[..], self.shared.context_length);
         let mut rows = rows.into_iter();
         let (mut forked, mut generated) = (Vec::new(), 0);
         for (p, s) in plan.iter().zip(self.sched.planned_mut(plan)) {
             if !p.wants_logits {
+                continue;
+            }
+            if !p.draft.is_empty() {
+                let mine: Vec<Vec<f32>> = rows.by_ref().take(p.draft.len() + 1).collect();
+                let v = s.on_verify(mine, &p.draft, tokenizer, close, context);
+                self.drafted += p.draft.len() as u64;
+                self.accepted += v.accepted as u64;
+                generated += v.drawn;
                 continue;
             }
             let Some(mut row) = rows.next() else { break };
@@ -183,6 +201,8 @@ impl Worker {
             tokens_per_second: self.rate.rate(now),
             total_generated: self.rate.total,
             total_fed: self.fed,
+            total_drafted: self.drafted,
+            total_accepted: self.accepted,
         };
         if let Ok(mut g) = self.shared.stats.lock() {
             *g = (stats, now);
