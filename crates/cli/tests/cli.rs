@@ -95,7 +95,7 @@ fn bench_reports_every_figure_as_json() {
         .arg("--model")
         .arg(small_model())
         .args(["--threads", "2", "--kv-cache", "q8_0", "bench", "--json", "--runs", "1", "--decode-tokens", "8", "--batch", "2"])
-        .args(["--prefill-tokens", "64", "--memory-context", "0", "--depths", "300"])
+        .args(["--prefill-tokens", "64", "--memory-context", "0", "--depths", "300", "--speculative-tokens", "48"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -108,6 +108,10 @@ fn bench_reports_every_figure_as_json() {
     assert!(deep["tok_s"].as_f64().unwrap() > 0.0 && deep["ratio_to_short"].as_f64().unwrap() > 0.0, "{r}");
     assert_eq!(r["aggregate"][0]["sequences"], 2);
     assert_eq!(r["kv_cache"], "q8_0");
+    let spec = &r["speculative"];
+    assert!(spec["plain_tok_s"].as_f64().unwrap() > 0.0 && spec["speculative_tok_s"].as_f64().unwrap() > 0.0, "{r}");
+    assert!((0.0..=1.0).contains(&spec["acceptance_rate"].as_f64().unwrap()), "{r}");
+    assert!(spec["tokens"].as_u64().unwrap() > 8 && spec["prompt_tokens"].as_u64().unwrap() > 50, "{r}");
 }
 
 #[test]
