@@ -150,19 +150,31 @@ class Session {
     }
     throw new Error(`the "${title}" dialog did not take ${file}`);
   }
-  /// Saves a screenshot. WebKit can hand back a frame painted before the last DOM change, so
-  /// it retakes the picture (for up to 10 s) until `settled(bytes)` accepts it.
+  /// Saves a screenshot of the app's window as the X display shows it. WebKitWebDriver's own
+  /// screenshot asks the web view for a snapshot, which never came back from a window painted
+  /// without compositing (`PONDER_PAINTING=direct`); the display is what a user sees either
+  /// way. A picture can predate the last DOM change, so it is retaken (for up to 10 s) until
+  /// `settled(bytes)` accepts it.
   async screenshot(name, settled = () => true) {
     fs.mkdirSync(shotsDir, { recursive: true });
     const file = path.join(shotsDir, `${name}.png`);
     const end = Date.now() + 10000;
     let png;
     do {
-      png = Buffer.from(await this.cmd('GET', '/screenshot'), 'base64');
+      png = this.grabWindow();
       if (settled(png)) break;
       await new Promise((r) => setTimeout(r, 300));
     } while (Date.now() < end);
     fs.writeFileSync(file, png);
     return file;
+  }
+
+  /// The app's window from the X display, as PNG bytes (xdotool finds it, ImageMagick's
+  /// `import` reads it).
+  grabWindow() {
+    const env = { ...process.env, DISPLAY: this.display };
+    const found = execFileSync('xdotool', ['search', '--onlyvisible', '--class', 'ponder'], { env }).toString();
+    const id = found.trim().split('\n').pop();
+    return execFileSync('import', ['-window', id, 'png:-'], { env, maxBuffer: 64 << 20 });
   }
 }

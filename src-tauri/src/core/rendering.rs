@@ -2,8 +2,11 @@
 //! Mesa's software rasteriser, which redraws the whole window on the CPU for every update. A
 //! streaming reply then cost the web process 40–80 % of a core, taken from the engine's
 //! threads. Painting without compositing redraws only what changed: 11–14 % of a core for
-//! the same kind of reply, measured in the real window. It is opt-in until a hang of
-//! WebKitWebDriver's screenshot in such a window is understood.
+//! the same kind of reply, measured in the real window. So a computer without a GPU paints
+//! directly.
+//!
+//! (WebKitWebDriver's screenshot never returns from a window painted directly: it waits for a
+//! compositor's snapshot. The end-to-end tests read the X display instead, as a user sees it.)
 
 use std::path::Path;
 
@@ -17,15 +20,15 @@ pub enum Painting {
 }
 
 impl Painting {
-    /// `PONDER_PAINTING=direct` paints without compositing; `auto` does so where no GPU can be
-    /// reached (Linux lists each GPU that can render as a DRM render node, `/dev/dri/renderD*`).
-    /// Composited by default for now: in one CI run, WebKitWebDriver's screenshot of a window
-    /// painted directly hung (the first-run e2e test), which is not yet understood.
+    /// Direct where no GPU can be reached (Linux lists each GPU that can render as a DRM render
+    /// node, `/dev/dri/renderD*`), composited where one can. `PONDER_PAINTING=direct` or
+    /// `composited` overrides it.
     pub fn detect() -> Painting {
         match std::env::var("PONDER_PAINTING").as_deref() {
             Ok("direct") => Painting::Direct,
-            Ok("auto") if !has_render_node(Path::new("/dev/dri")) => Painting::Direct,
-            _ => Painting::Composited,
+            Ok("composited") => Painting::Composited,
+            _ if has_render_node(Path::new("/dev/dri")) => Painting::Composited,
+            _ => Painting::Direct,
         }
     }
 }
