@@ -9,16 +9,18 @@
 //! (see [`crate::attention`]), so greedy output is unchanged; sampled output keeps its
 //! distribution by the speculative-sampling rule (see [`crate::sampler::Sampler::sample_draft`]).
 
-/// The longest and shortest suffix looked up, longest first: a longer match predicts better,
-/// a match of one token is too often a coincidence to pay for its rows.
+/// The longest and shortest suffix looked up, longest first: a longer match predicts better.
+/// Even one token's match pays: a draft that misses costs a row, and a run of misses shortens
+/// drafts to one token (`ponder bench` on three reasoning prompts, 1.5B model: 1.38–1.71× with
+/// one-token matches against 1.31–1.55× without, and 1.32× when matches need three tokens).
 const MAX_NGRAM: usize = 4;
-const MIN_NGRAM: usize = 2;
+const MIN_NGRAM: usize = 1;
 
 /// How far back a lookup searches, so a step's search costs microseconds at any depth.
 const WINDOW: usize = 4096;
 
 /// Up to `max` tokens that followed the latest earlier occurrence of the longest suffix of
-/// `tokens` (of [`MAX_NGRAM`] down to [`MIN_NGRAM`] tokens) that occurred before. Empty when
+/// `tokens` (of [`MAX_NGRAM`] tokens down to [`MIN_NGRAM`]) that occurred before. Empty when
 /// nothing matches.
 pub(crate) fn propose(tokens: &[u32], max: usize) -> Vec<u32> {
     let n = tokens.len();
@@ -86,7 +88,8 @@ mod tests {
     fn no_repeat_no_draft() {
         assert!(propose(&[1, 2, 3, 4, 5], 4).is_empty());
         assert!(propose(&[], 4).is_empty());
-        assert!(propose(&[1, 1], 4).is_empty(), "a one-token match is not enough");
+        assert_eq!(propose(&[1, 1], 4), vec![1], "a one-token match will do");
+        assert!(propose(&[1], 4).is_empty());
         assert!(propose(&[1, 2, 1, 2], 0).is_empty());
         // "1 2" repeating: the suffix "1 2" occurred at 0, followed by "1 2".
         assert_eq!(propose(&[1, 2, 1, 2], 4), vec![1, 2]);
