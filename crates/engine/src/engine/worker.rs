@@ -37,7 +37,7 @@ pub(super) struct Worker {
     /// The tokens that close a thought, forced when a thinking budget runs out.
     pub close: Vec<u32>,
     pub rate: RateMeter,
-    /// Tokens fed through the model so far, prompt chunks and generated tokens alike.
+    /// Tokens fed through the model so far: prompt chunks, generated tokens and drafts.
     pub fed: u64,
     /// Draft tokens verified so far, and how many of them were taken.
     pub drafted: u64,
