@@ -42,7 +42,7 @@ function cpuSeconds(name) {
 // 1. The engine alone.
 console.error(`stream-speed: ponder bench, single stream of ${TOKENS} tokens, ${RUNS} runs`);
 const bench = JSON.parse(execFileSync(ponder, ['--threads', '2', '--model', large, 'bench', '--json', '--batch', '1',
-  '--memory-context', '0', '--depths', '0', '--decode-tokens', String(TOKENS), '--runs', String(RUNS)], { stdio: ['ignore', 'pipe', 'inherit'] }).toString());
+  '--memory-context', '0', '--depths', '0', '--speculative-tokens', '0', '--decode-tokens', String(TOKENS), '--runs', String(RUNS)], { stdio: ['ignore', 'pipe', 'inherit'] }).toString());
 const engineRate = bench.single_decode_tok_s;
 
 // 2. The same model in the app.
