@@ -87,6 +87,31 @@ fn chat_streams_an_answer_and_json_events() {
     assert!(events.iter().any(|e| e["event"] == "delta" && e["channel"] == "answer"));
 }
 
+/// A CPU without AVX-512, or without AVX2 too, runs the slower kernels; forcing each one here
+/// (`PONDER_CPU_KERNEL`) must give the same greedy answer, bit for bit, and say which ran.
+#[test]
+fn every_kernel_this_cpu_has_gives_the_same_answer() {
+    let kernels = ponder_engine::Kernel::available();
+    let answers: Vec<String> = kernels
+        .iter()
+        .map(|k| {
+            let out = ponder()
+                .env(ponder_engine::kquants::KERNEL_ENV, format!("{k:?}"))
+                .arg("--model")
+                .arg(small_model())
+                .args(["--threads", "2", "chat", "What is 17*23? Explain briefly.", "--temperature", "0", "--max-tokens", "24"])
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{err}");
+            assert!(err.contains(&format!(", {} kernels)", k.label())), "{k:?}: {err}");
+            String::from_utf8(out.stdout).unwrap()
+        })
+        .collect();
+    assert!(kernels.len() > 1, "this CPU runs only {kernels:?}: nothing to compare");
+    assert!(answers.iter().all(|a| a == &answers[0] && a.len() > 10), "{answers:#?}");
+}
+
 /// `ponder bench` at its smallest: every figure is there and positive, including decode deep
 /// into a context (figures themselves are for `make bench`, not for a test).
 #[test]

@@ -35,7 +35,7 @@ pub use chat_template::{Message, Role, Thinking};
 pub use engine::{Canceller, Engine, EngineConfig, EngineStats, RequestHandle};
 pub use error::{panic_message, EngineError, InvalidRequest, Result};
 pub use family::Family;
-pub use kquants::KQuantKernels;
+pub use kquants::{KQuantKernels, Kernel};
 pub use kv_cache::KvCacheType;
 pub use loader::{load, LoadOptions, LoadedModel, ModelInfo};
 pub use request::{Event, FinishReason, GenerateRequest, Priority, Prompt, Usage, DEFAULT_MAX_TOKENS};

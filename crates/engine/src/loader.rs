@@ -7,7 +7,7 @@ use crate::chat_template::{ChatTemplate, Thinking, CHATML_TEMPLATE};
 use crate::decoder::{Decoder, DecoderConfig};
 use crate::error::{EngineError, Result};
 use crate::family::Family;
-use crate::kquants::KQuantKernels;
+use crate::kquants::{Format, KQuantKernels, Kernel};
 use crate::rope::{RopeScaling, RopeStyle};
 use crate::tokenizer::Tokenizer;
 use candle_core::quantized::gguf_file;
@@ -30,6 +30,10 @@ pub struct ModelInfo {
     pub reasoning: bool,
     /// How the model thinks: never, always (R1), or by request (Qwen3).
     pub thinking: Thinking,
+    /// Which of Ponder's kernels multiply the weights on this computer (the CPU's fastest, or
+    /// the one `PONDER_CPU_KERNEL` names); `None` where candle's do: weights in other formats
+    /// than Q4_K and Q6_K, or a load that asked for candle's.
+    pub kernel: Option<Kernel>,
 }
 
 /// Everything the engine needs to run a model.
@@ -470,6 +474,7 @@ pub fn inspect(path: &Path) -> Result<ModelInfo> {
             parameters: 0,
             reasoning: thinking != Thinking::Never,
             thinking,
+            kernel: None,
         });
     }
     let (ct, size) = read_gguf_header(path)?;
@@ -489,6 +494,7 @@ fn gguf_info(path: &Path, ct: &gguf_file::Content, size: u64) -> ModelInfo {
     let context_length =
         ct.metadata.get(&format!("{architecture}.context_length")).and_then(|v| v.to_u32().ok()).unwrap_or(0) as usize;
     let thinking = Thinking::of_template(&md("tokenizer.chat_template").unwrap_or_default());
+    let k_quants = ct.tensor_infos.values().any(|t| Format::from_ggml(t.ggml_dtype).is_some());
     ModelInfo {
         name: md("general.name").unwrap_or_else(|| path.file_stem().unwrap_or_default().to_string_lossy().into_owned()),
         path: path.to_path_buf(),
@@ -499,6 +505,7 @@ fn gguf_info(path: &Path, ct: &gguf_file::Content, size: u64) -> ModelInfo {
         parameters: params,
         reasoning: thinking != Thinking::Never,
         thinking,
+        kernel: k_quants.then(Kernel::chosen),
     }
 }
 
@@ -529,7 +536,10 @@ fn load_gguf(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
     let model = Decoder::from_gguf(&ct, &mut cursor, config.clone(), opts.kernels, &Device::Cpu)
         .map_err(|e| EngineError::BadModel { path: path.into(), detail: e.to_string() })?;
 
-    let info = ModelInfo { context_length: config.context_length, ..gguf_info(path, &ct, size) };
+    let mut info = ModelInfo { context_length: config.context_length, ..gguf_info(path, &ct, size) };
+    if opts.kernels == KQuantKernels::Candle {
+        info.kernel = None;
+    }
     Ok(LoadedModel { model, tokenizer, template, info })
 }
 
@@ -572,6 +582,7 @@ fn load_safetensors_dir(dir: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
         parameters: 0,
         reasoning: template.is_reasoning(),
         thinking: template.thinking(),
+        kernel: None,
     };
     Ok(LoadedModel { model, tokenizer, template, info })
 }

@@ -15,6 +15,7 @@ fn declarations() -> String {
         // The engine and the model.
         ponder_engine::ModelInfo::decl(&cfg),
         ponder_engine::chat_template::Thinking::decl(&cfg),
+        ponder_engine::Kernel::decl(&cfg),
         ponder_engine::EngineStats::decl(&cfg),
         ponder_engine::Channel::decl(&cfg),
         model::ModelStatus::decl(&cfg),

@@ -9,9 +9,17 @@ quantization: string, file_size: number, context_length: number, parameters: num
 /**
  * How the model thinks: never, always (R1), or by request (Qwen3).
  */
-thinking: Thinking, };
+thinking: Thinking, 
+/**
+ * Which of Ponder's kernels multiply the weights on this computer (the CPU's fastest, or
+ * the one `PONDER_CPU_KERNEL` names); `None` where candle's do: weights in other formats
+ * than Q4_K and Q6_K, or a load that asked for candle's.
+ */
+kernel: Kernel | null, };
 
 export type Thinking = "never" | "always" | "switchable";
+
+export type Kernel = "reference" | "avx2" | "avx512";
 
 export type EngineStats = { running: number, paused: number, waiting: number, kv_tokens_used: number, kv_tokens_budget: number, 
 /**

@@ -131,6 +131,11 @@ const en = {
   'model.size': 'Size',
   'model.context': 'Context',
   'model.file': 'File',
+  'model.kernels': 'Kernels',
+  'model.kernel.avx512': 'AVX-512',
+  'model.kernel.avx2': 'AVX2',
+  'model.kernel.reference': 'portable, without SIMD',
+  'model.kernel.candle': 'candle’s (for these weight types)',
 
   'chat.new': 'New chat',
   'chat.search': 'Search conversations',
@@ -425,6 +430,11 @@ const zh: Record<MessageKey, string> = {
   'model.size': '大小',
   'model.context': '上下文',
   'model.file': '文件',
+  'model.kernels': '计算内核',
+  'model.kernel.avx512': 'AVX-512',
+  'model.kernel.avx2': 'AVX2',
+  'model.kernel.reference': '通用实现，无 SIMD',
+  'model.kernel.candle': 'candle 的内核（用于这些权重类型）',
 
   'chat.new': '新对话',
   'chat.search': '搜索对话',

@@ -54,7 +54,7 @@ test('with a model the app opens the workbench', async () => {
   const page = await ctx.browser.newPage();
   await mockIpc(page, { ...base, model_status: { state: 'ready', info: {
     name: 'Tiny R1', path: '/models/x.gguf', architecture: 'qwen2', quantization: 'Q4K',
-    file_size: 1117320768, context_length: 131072, parameters: 1777088000, reasoning: true, thinking: 'always' } } });
+    file_size: 1117320768, context_length: 131072, parameters: 1777088000, reasoning: true, thinking: 'always', kernel: 'avx2' } } });
   await page.goto(ctx.server.url);
   await page.getByTestId('workbench').waitFor();
   await page.getByTestId('tab-settings').click();
@@ -64,6 +64,7 @@ test('with a model the app opens the workbench', async () => {
   assert.match(card, /Q4K · 1\.8B parameters/);
   assert.match(card, /1\.12 GB/);
   assert.match(card, /131,072 tokens/);
+  assert.match(card, /Kernels\s*AVX2/);
   await page.close();
 });
 

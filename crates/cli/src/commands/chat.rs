@@ -45,6 +45,9 @@ pub fn run(args: Args, model: Option<PathBuf>, kv_cache: KvCacheType) -> Result<
     let path = crate::model_arg::resolve(model)?;
     let loaded = ponder_engine::load(&path, &LoadOptions { max_context: Some(32768), ..Default::default() })?;
     let engine = Engine::start(loaded, EngineConfig { kv_cache, ..Default::default() })?;
+    let info = engine.info();
+    let kernels = info.kernel.map_or("candle's", |k| k.label());
+    eprintln!("{} ({}, {kernels} kernels)", info.name, info.quantization);
     let req = GenerateRequest {
         max_tokens: args.max_tokens,
         thinking_budget: args.think_budget,

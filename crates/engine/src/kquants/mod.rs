@@ -86,7 +86,7 @@ impl Q8K {
     /// Quantizes one row (a multiple of 256 values), rounding exactly as candle does.
     pub fn quantize_row(xs: &[f32]) -> Vec<Self> {
         #[cfg(target_arch = "x86_64")]
-        if Kernel::best() == Kernel::Avx512 {
+        if Kernel::chosen() == Kernel::Avx512 {
             // SAFETY: the CPU has AVX-512; each chunk is 256 values.
             return xs.chunks_exact(QK_K).map(|b| unsafe { avx512::quantize(b.try_into().unwrap()) }).collect();
         }
@@ -132,35 +132,83 @@ pub(crate) fn f16_at(b: &[u8], at: usize) -> f32 {
     half::f16::from_le_bytes([b[at], b[at + 1]]).to_f32()
 }
 
-/// Which implementation runs, chosen once from what the CPU supports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which implementation runs: the fastest the CPU supports, unless [`KERNEL_ENV`] names a
+/// slower one.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Kernel {
     Reference,
     Avx2,
     Avx512,
 }
 
+/// Names the kernel to use (`reference`, `avx2` or `avx512`) instead of the CPU's fastest: how
+/// the tests run the fallbacks a CPU without AVX-512 or AVX2 would, on one that has both. A
+/// kernel the CPU cannot run is refused with a warning, and the fastest it can run is used.
+pub const KERNEL_ENV: &str = "PONDER_CPU_KERNEL";
+
 impl Kernel {
-    pub fn best() -> Self {
-        static BEST: OnceLock<Kernel> = OnceLock::new();
-        *BEST.get_or_init(|| {
-            #[cfg(target_arch = "x86_64")]
-            {
-                if avx512::supported() {
-                    return Kernel::Avx512;
+    /// The kernel in use, chosen once per process.
+    pub fn chosen() -> Self {
+        static CHOSEN: OnceLock<Kernel> = OnceLock::new();
+        *CHOSEN.get_or_init(|| {
+            let fastest = Self::fastest();
+            let Ok(name) = std::env::var(KERNEL_ENV) else { return fastest };
+            match Self::parse(&name) {
+                Some(k) if k <= fastest => k,
+                Some(k) => {
+                    tracing::warn!(
+                        "{KERNEL_ENV}={name}: this CPU cannot run the {} kernels; using {}",
+                        k.label(),
+                        fastest.label()
+                    );
+                    fastest
                 }
-                if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c") {
-                    return Kernel::Avx2;
+                None => {
+                    tracing::warn!("{KERNEL_ENV}={name}: not one of reference, avx2, avx512; using {}", fastest.label());
+                    fastest
                 }
             }
-            Kernel::Reference
         })
+    }
+
+    /// The fastest kernel this CPU runs.
+    pub fn fastest() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if avx512::supported() {
+                return Kernel::Avx512;
+            }
+            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c") {
+                return Kernel::Avx2;
+            }
+        }
+        Kernel::Reference
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        match name.trim().to_ascii_lowercase().replace(['-', '_'], "").as_str() {
+            "reference" => Some(Self::Reference),
+            "avx2" => Some(Self::Avx2),
+            "avx512" => Some(Self::Avx512),
+            _ => None,
+        }
+    }
+
+    /// How people name the instruction sets: "AVX-512".
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Reference => "reference (no SIMD)",
+            Self::Avx2 => "AVX2",
+            Self::Avx512 => "AVX-512",
+        }
     }
 
     /// Kernels this CPU can run, for tests that compare them.
     pub fn available() -> Vec<Self> {
-        let best = Self::best();
-        [Self::Reference, Self::Avx2, Self::Avx512].into_iter().filter(|k| *k as u8 <= best as u8).collect()
+        let fastest = Self::fastest();
+        [Self::Reference, Self::Avx2, Self::Avx512].into_iter().filter(|k| *k <= fastest).collect()
     }
 
     /// How many activation rows one call of [`Kernel::dot_rows`] takes at most.
@@ -182,7 +230,7 @@ impl Kernel {
                     };
                 }
             }
-            // SAFETY: AVX-512 and AVX2 were chosen by `best` for this CPU (AVX-512 implies
+            // SAFETY: AVX-512 and AVX2 were chosen by `chosen` for this CPU (AVX-512 implies
             // AVX2), and the shapes are checked above.
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2 | Kernel::Avx512 => unsafe {
@@ -233,7 +281,7 @@ impl KQuantMatrix {
         if !matches!(tensor.device(), Device::Cpu) || k % QK_K != 0 {
             return None;
         }
-        let stored = if Kernel::best() == Kernel::Avx512 && n % packed::ROWS == 0 {
+        let stored = if Kernel::chosen() == Kernel::Avx512 && n % packed::ROWS == 0 {
             Stored::Packed(Arc::new(packed::pack(format, &tensor.data().ok()?, n, k / QK_K)))
         } else {
             Stored::Rows(tensor)
@@ -272,7 +320,7 @@ impl KQuantMatrix {
         mats.iter()
             .map(|w| {
                 let out = match &w.stored {
-                    Stored::Rows(t) => matmul(Kernel::best(), w.format, &t.data()?, w.n, k, &xs, m),
+                    Stored::Rows(t) => matmul(Kernel::chosen(), w.format, &t.data()?, w.n, k, &xs, m),
                     #[cfg(target_arch = "x86_64")]
                     Stored::Packed(p) => matmul_packed(&[Part { format: w.format, w: p, n: w.n }], k, &xs, m).remove(0),
                     #[cfg(not(target_arch = "x86_64"))]
@@ -360,7 +408,7 @@ struct Part<'a> {
 /// activations are quantized once, and one parallel pass covers every matrix's groups.
 #[cfg(target_arch = "x86_64")]
 fn matmul_packed(parts: &[Part], k: usize, xs: &[f32], m: usize) -> Vec<Vec<f32>> {
-    assert!(Kernel::best() == Kernel::Avx512, "packed weights need the AVX-512 kernels");
+    assert!(Kernel::chosen() == Kernel::Avx512, "packed weights need the AVX-512 kernels");
     assert_eq!(xs.len(), m * k);
     let blocks = k / QK_K;
     let group_bytes = |f: Format| blocks * packed::packed_bytes(f);
@@ -383,13 +431,13 @@ fn matmul_packed(parts: &[Part], k: usize, xs: &[f32], m: usize) -> Vec<Vec<f32>
             // With many activation rows, a Q6_K group is unpacked to bytes once, not per four rows.
             let unpack = part.format == Format::Q6K && m >= Q6K_UNPACK_FROM_ROWS;
             if unpack {
-                // SAFETY: `best` chose AVX-512 for this CPU; `gw` holds whole packed Q6_K blocks.
+                // SAFETY: `chosen` picked AVX-512 for this CPU; `gw` holds whole packed Q6_K blocks.
                 unsafe { avx512::unpack_q6k(gw, &mut bytes) };
                 gw = &bytes;
             }
             for (c, a) in acts.chunks(avx512::MAX_ROWS).enumerate() {
                 let mut res = [[0f32; 16]; avx512::MAX_ROWS];
-                // SAFETY: `best` chose AVX-512 for this CPU (asserted above); every activation
+                // SAFETY: `chosen` picked AVX-512 for this CPU (asserted above); every activation
                 // row has `blocks` blocks.
                 unsafe {
                     macro_rules! go {
