@@ -5,13 +5,13 @@ CARGO ?= cargo
 export PONDER_TEST_MODELS ?= $(HOME)/.cache/ponder/test-models
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: run test setup setup-run ui app build bindings lint test-rust test-ui test-browser test-e2e fuzz bench bench-app soak clean
+.PHONY: run test setup setup-run ui app build package bindings lint test-rust test-ui test-browser test-e2e test-package fuzz bench bench-app soak clean
 
 run: setup-run build
 	$(TARGET_DIR)/release/ponder-app
 
 test: setup build
-	$(MAKE) --no-print-directory lint test-rust test-ui test-browser test-e2e
+	$(MAKE) --no-print-directory lint test-rust test-ui test-browser test-e2e test-package
 
 setup:
 	@bash scripts/setup.sh
@@ -25,6 +25,11 @@ ui:
 # One release build for everything: the app, the CLI and the tests share its artifacts.
 build: ui
 	$(CARGO) build --release --workspace --bins --examples
+
+# The Debian package (target/release/bundle/deb/Ponder_<version>_amd64.deb): the app, the
+# `ponder` CLI, the desktop entry and icons, with dependencies read from the binaries.
+package: build
+	@bash scripts/package.sh
 
 # The tree's habits, checked first so that a slip fails in a minute: one format, no clippy
 # warnings (unsafe blocks each with a SAFETY comment, see Cargo.toml's lints), and module imports
@@ -51,6 +56,14 @@ test-browser: ui
 
 test-e2e:
 	node --test --test-concurrency=1 tests/e2e/
+
+# Packs what `make build` built (as test-e2e, it does not build first: a second `make build`
+# would rebuild the app around a freshly built UI), installs the package with apt-get (as root or
+# through sudo, replacing an installed `ponder`), opens the installed app in a new user's home
+# under Xvfb, then removes the package.
+test-package:
+	@bash scripts/package.sh
+	node --test tests/package/
 
 # Coverage-guided fuzzing of the question-file readers and the answer checker (not part of
 # `make test`, which replays the corpus and mutations of it in crates/jobs/tests/fuzz_smoke.rs).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Ponder needs to build, run and test. Idempotent and quiet when done.
 set -euo pipefail
-PKGS=(build-essential pkg-config file libwebkit2gtk-4.1-dev xvfb xauth imagemagick
+PKGS=(build-essential dpkg-dev pkg-config file libwebkit2gtk-4.1-dev xvfb xauth imagemagick
       webkit2gtk-driver chromium psmisc curl unzip dbus-daemon gnome-keyring libsecret-tools xdotool)
 missing=()
 for p in "${PKGS[@]}"; do

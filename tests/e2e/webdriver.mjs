@@ -41,9 +41,11 @@ function tauriDriverPath() {
   return p;
 }
 
-/// Starts Xvfb, tauri-driver and a session of the app with the given environment.
-export async function launchApp(env = {}) {
-  if (!fs.existsSync(appBinary)) throw new Error(`${appBinary} is missing: run "make build" first`);
+/// Starts Xvfb, tauri-driver and a session of the app with the given environment (a variable
+/// set to `undefined` is removed). `application` is the build's binary unless given (the
+/// package test runs the installed one).
+export async function launchApp(env = {}, { application = appBinary } = {}) {
+  if (!fs.existsSync(application)) throw new Error(`${application} is missing: run "make build" first`);
   const procs = [];
   const display = `:${100 + Math.floor(Math.random() * 800)}`;
   const xvfb = spawn('Xvfb', [display, '-screen', '0', '1280x800x24', '-nolisten', 'tcp'], { stdio: 'ignore' });
@@ -62,7 +64,7 @@ export async function launchApp(env = {}) {
   const base = `http://127.0.0.1:${port}`;
   await waitFor(async () => (await fetch(`${base}/status`)).ok, 'tauri-driver');
   const created = await call(base, 'POST', '/session', {
-    capabilities: { alwaysMatch: { 'tauri:options': { application: appBinary } } },
+    capabilities: { alwaysMatch: { 'tauri:options': { application } } },
   });
   const session = new Session(base, created.sessionId);
   session.display = display;
