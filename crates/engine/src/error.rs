@@ -11,6 +11,8 @@ pub enum EngineError {
     Truncated { path: PathBuf, detail: String },
     #[error("{path}: unsupported model architecture `{found}` (Ponder runs the qwen2, qwen3 and llama families)")]
     UnsupportedArchitecture { path: PathBuf, found: String },
+    #[error("{path}: part {part} of a GGUF split in {parts} files (Ponder opens one-file models; llama.cpp's `llama-gguf-split --merge` joins the parts)")]
+    SplitGguf { path: PathBuf, part: u32, parts: u32 },
     #[error("{path}: missing metadata `{key}`")]
     MissingMetadata { path: PathBuf, key: String },
     #[error("{path}: metadata `{key}` {detail}")]

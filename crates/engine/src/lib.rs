@@ -17,6 +17,7 @@ pub mod gguf_edit;
 pub mod kquants;
 pub mod kv_cache;
 pub mod loader;
+pub mod local_models;
 mod parallel;
 pub mod perplexity;
 pub mod process;

@@ -481,6 +481,26 @@ pub fn inspect(path: &Path) -> Result<ModelInfo> {
     Ok(gguf_info(path, &ct, size))
 }
 
+/// [`inspect`], and an error where Ponder cannot run the model: an architecture outside its
+/// families, or one part of a split GGUF. Reads the header only, for lists of many files.
+pub fn inspect_runnable(path: &Path) -> Result<ModelInfo> {
+    let info = if path.is_file() {
+        let (ct, size) = read_gguf_header(path)?;
+        let count = ct.metadata.get("split.count").and_then(|v| v.to_u16().ok()).unwrap_or(1);
+        if count > 1 {
+            let part = ct.metadata.get("split.no").and_then(|v| v.to_u16().ok()).unwrap_or(0);
+            return Err(EngineError::SplitGguf { path: path.into(), part: u32::from(part) + 1, parts: u32::from(count) });
+        }
+        gguf_info(path, &ct, size)
+    } else {
+        inspect(path)?
+    };
+    if Family::of_architecture(&info.architecture).is_none() {
+        return Err(EngineError::UnsupportedArchitecture { path: path.into(), found: info.architecture });
+    }
+    Ok(info)
+}
+
 fn gguf_info(path: &Path, ct: &gguf_file::Content, size: u64) -> ModelInfo {
     let md = |key: &str| ct.metadata.get(key).and_then(|v| v.to_string().ok()).cloned();
     let mut counts = std::collections::HashMap::<String, u64>::new();

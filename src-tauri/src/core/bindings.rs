@@ -23,6 +23,8 @@ fn declarations() -> String {
         ponder_engine::CatalogModel::decl(&cfg),
         ponder_engine::Family::decl(&cfg),
         model::CatalogEntry::decl(&cfg),
+        ponder_engine::local_models::Source::decl(&cfg),
+        model::LocalModel::decl(&cfg),
         engine::EngineStatus::decl(&cfg),
         // Settings and the server.
         settings::Language::decl(&cfg),

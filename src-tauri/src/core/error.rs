@@ -83,6 +83,9 @@ impl From<EngineError> for CommandError {
             E::UnsupportedArchitecture { path, found } => {
                 ("model.unsupported_architecture", vec![("path", shown(&path)), ("found", found)])
             }
+            E::SplitGguf { path, part, parts } => {
+                ("model.split_gguf", vec![("path", shown(&path)), ("part", part.to_string()), ("parts", parts.to_string())])
+            }
             E::MissingMetadata { path, key } => ("model.missing_metadata", vec![("path", shown(&path)), ("key", key)]),
             E::BadModel { path, detail } => ("model.bad", vec![("path", shown(&path)), ("detail", detail)]),
             E::Io { path, source } => ("model.io", vec![("path", shown(&path)), ("detail", source.to_string())]),

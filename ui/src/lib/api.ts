@@ -3,7 +3,7 @@
 // (`bindings.ts`, `make bindings`), never written here.
 import { Channel, invoke } from '@tauri-apps/api/core';
 import type { CatalogEntry, ChatEvent, ChatMessage, CommandError, Conversation, DownloadEvent, EngineStatus, ExportFormat, FilePreview, JobOptions,
-  JobSummary, JobTable, JobUiEvent, ModelStatus, SampleRow, Sent, ServerStatus, Settings, RunOn } from './bindings';
+  JobSummary, JobTable, JobUiEvent, LocalModel, ModelStatus, SampleRow, Sent, ServerStatus, Settings, RunOn } from './bindings';
 
 export type * from './bindings';
 
@@ -19,6 +19,14 @@ export function openModel(path: string): Promise<ModelStatus> {
 export function modelCatalog(): Promise<CatalogEntry[]> {
   return invoke<CatalogEntry[]>('model_catalog');
 }
+
+/** GGUF files on this computer: the Hugging Face cache, LM Studio, Ollama, and the user's folders. */
+export const localModels = {
+  list: () => invoke<LocalModel[]>('local_models'),
+  use: (path: string) => invoke<ModelStatus>('use_local_model', { path }),
+  addFolder: (title: string) => invoke<string[]>('add_model_folder', { title }),
+  removeFolder: (path: string) => invoke<string[]>('remove_model_folder', { path }),
+};
 
 /** Downloads a catalogue model (the default for null), resuming a partial download, and switches to it. */
 export function downloadModel(id: string | null, onEvent: (e: DownloadEvent) => void): Promise<ModelStatus> {

@@ -77,6 +77,27 @@ downloaded: string | null,
  */
 current: boolean, };
 
+export type Source = "hugging_face" | "lm_studio" | "ollama" | "folder";
+
+export type LocalModel = { path: string, source: Source, 
+/**
+ * The repository, Ollama's `model:tag`, or the folder it was found in.
+ */
+origin: string, file_size: number, 
+/**
+ * What the file holds, when Ponder can run it.
+ */
+info: ModelInfo | null, 
+/**
+ * Why Ponder cannot run it (an architecture it does not know, a split file, a damaged
+ * header).
+ */
+problem: CommandError | null, 
+/**
+ * It is the model the app uses now.
+ */
+current: boolean, };
+
 export type EngineStatus = { "state": "empty" } | { "state": "loading", path: string, } | { "state": "ready", model: ModelInfo, stats: EngineStats, } | { "state": "failed", path: string, error: CommandError, };
 
 export type Language = "en" | "zh-CN";
@@ -90,6 +111,11 @@ export type Settings = {
  * A GGUF file or model folder; `None` means the downloaded default model.
  */
 model_path: string | null, 
+/**
+ * Folders of GGUF files the user added to the Models list (besides the Hugging Face cache,
+ * LM Studio's and Ollama's, which are always searched).
+ */
+model_folders: Array<string>, 
 /**
  * CPU threads for the engine (applies at the next start).
  */

@@ -1,9 +1,10 @@
-use super::{CatalogEntry, DownloadEvent, DownloadState, ModelStatus};
+use super::{CatalogEntry, DownloadEvent, DownloadState, LocalModel, ModelStatus};
 use crate::core::engine::EngineState;
 use crate::core::error::CommandError;
 use crate::core::files::{Access, FileGrants};
 use crate::core::server::ServerState;
 use crate::core::settings::SettingsState;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -27,18 +28,87 @@ pub fn open_model(
 ) -> Result<ModelStatus, CommandError> {
     let path = grants.check(&path, Access::Read)?;
     let info = ponder_engine::loader::inspect(&path)?;
-    let current = settings.get();
-    // Remembered once it has loaded: a model that fails (or takes the app down) is not the one
-    // the next launch opens.
+    load_and_remember(app, &settings, &engine, &server, path);
+    Ok(ModelStatus::Ready { info })
+}
+
+/// Loads `path` in place of the current model (the status bar shows the load's progress), and
+/// remembers it once it has loaded: a model that fails (or takes the app down) is not the one
+/// the next launch opens.
+fn load_and_remember(
+    app: tauri::AppHandle,
+    settings: &SettingsState,
+    engine: &Arc<EngineState>,
+    server: &ServerState,
+    path: PathBuf,
+) {
     let chosen = path.clone();
-    engine.load_then(path, &current, move || {
+    engine.load_then(path, &settings.get(), move || {
         use tauri::Manager;
         if let Err(e) = app.state::<SettingsState>().update(|s| s.model_path = Some(chosen)) {
             tracing::error!("the loaded model could not be remembered: {}", e.message);
         }
     });
-    server.follow_model(engine.inner().clone());
+    server.follow_model(engine.clone());
+}
+
+/// The GGUF files on this computer (see [`super::local_models`]).
+#[tauri::command(async)]
+pub fn local_models(settings: State<'_, SettingsState>, engine: State<'_, Arc<EngineState>>) -> Vec<LocalModel> {
+    super::local_models(&settings.get(), engine.model_path())
+}
+
+/// Uses a model from the Models list. Only a path the search finds is accepted, as only a
+/// picked file is by `open_model`.
+#[tauri::command(async)]
+pub fn use_local_model(
+    app: tauri::AppHandle,
+    settings: State<'_, SettingsState>,
+    engine: State<'_, Arc<EngineState>>,
+    server: State<'_, ServerState>,
+    path: String,
+) -> Result<ModelStatus, CommandError> {
+    let found = super::local_models(&settings.get(), None).into_iter().find(|m| m.path == path);
+    let Some(found) = found else {
+        let message = format!("{path}: not among the models found on this computer");
+        return Err(CommandError::coded("files.not_granted", message, &[("path", path)]));
+    };
+    if let Some(problem) = found.problem {
+        return Err(problem);
+    }
+    let path = PathBuf::from(found.path);
+    let info = ponder_engine::loader::inspect(&path)?;
+    load_and_remember(app, &settings, &engine, &server, path);
     Ok(ModelStatus::Ready { info })
+}
+
+/// Adds a folder the user picks to the Models list's search; returns the folders.
+#[tauri::command(async)]
+pub fn add_model_folder(
+    app: tauri::AppHandle,
+    settings: State<'_, SettingsState>,
+    title: String,
+) -> Result<Vec<String>, CommandError> {
+    use tauri_plugin_dialog::DialogExt;
+    if let Some(dir) = app.dialog().file().set_title(title).blocking_pick_folder().and_then(|p| p.into_path().ok()) {
+        settings.update(|s| {
+            if !s.model_folders.contains(&dir) {
+                s.model_folders.push(dir);
+            }
+        })?;
+    }
+    Ok(folders(&settings))
+}
+
+/// Takes a folder off the Models list's search. Nothing in it is touched.
+#[tauri::command]
+pub fn remove_model_folder(settings: State<'_, SettingsState>, path: String) -> Result<Vec<String>, CommandError> {
+    settings.update(|s| s.model_folders.retain(|f| f != &PathBuf::from(&path)))?;
+    Ok(folders(&settings))
+}
+
+fn folders(settings: &SettingsState) -> Vec<String> {
+    settings.get().model_folders.iter().map(|p| p.display().to_string()).collect()
 }
 
 /// The models Ponder offers, which of them are downloaded, and which is in use.

@@ -73,6 +73,50 @@ pub fn catalog(settings: &Settings, in_use: Option<PathBuf>) -> Vec<CatalogEntry
         .collect()
 }
 
+/// A GGUF file found on this computer, as the Models list shows it.
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize)]
+pub struct LocalModel {
+    pub path: String,
+    pub source: ponder_engine::local_models::Source,
+    /// The repository, Ollama's `model:tag`, or the folder it was found in.
+    pub origin: String,
+    pub file_size: u64,
+    /// What the file holds, when Ponder can run it.
+    pub info: Option<ponder_engine::ModelInfo>,
+    /// Why Ponder cannot run it (an architecture it does not know, a split file, a damaged
+    /// header).
+    pub problem: Option<CommandError>,
+    /// It is the model the app uses now.
+    pub current: bool,
+}
+
+/// Every GGUF file in the Hugging Face cache, LM Studio's and Ollama's folders and the user's
+/// folders, read (headers only) to say what each is and whether Ponder runs it. No network,
+/// nothing copied.
+pub fn local_models(settings: &Settings, in_use: Option<PathBuf>) -> Vec<LocalModel> {
+    let places = ponder_engine::local_models::Places::standard(settings.model_folders.clone());
+    let current = in_use.or_else(|| configured_model(settings)).and_then(|p| std::fs::canonicalize(p).ok());
+    ponder_engine::local_models::scan(&places)
+        .into_iter()
+        .map(|f| {
+            let (info, problem) = match ponder_engine::loader::inspect_runnable(&f.path) {
+                Ok(info) => (Some(info), None),
+                Err(e) => (None, Some(e.into())),
+            };
+            LocalModel {
+                current: current.is_some() && std::fs::canonicalize(&f.path).ok() == current,
+                file_size: std::fs::metadata(&f.path).map_or(0, |m| m.len()),
+                path: f.path.display().to_string(),
+                source: f.source,
+                origin: f.origin,
+                info,
+                problem,
+            }
+        })
+        .collect()
+}
+
 /// Download progress as the first-run screen shows it.
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize)]

@@ -14,6 +14,9 @@ use std::sync::Mutex;
 pub struct Settings {
     /// A GGUF file or model folder; `None` means the downloaded default model.
     pub model_path: Option<PathBuf>,
+    /// Folders of GGUF files the user added to the Models list (besides the Hugging Face cache,
+    /// LM Studio's and Ollama's, which are always searched).
+    pub model_folders: Vec<PathBuf>,
     /// CPU threads for the engine (applies at the next start).
     pub threads: usize,
     /// Sequences the engine decodes at once.
@@ -62,6 +65,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             model_path: None,
+            model_folders: Vec::new(),
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             max_sequences: 8,
             context_size: 16384,
@@ -150,12 +154,13 @@ impl SettingsState {
         Ok(settings)
     }
 
-    /// Saves the settings the window sends. The model is not among them: it changes only
-    /// through `open_model` (which loads it first and records it once it loaded), so the window
-    /// can never point the next launch at a file that was never opened.
+    /// Saves the settings the window sends. The model and the model folders are not among
+    /// them: the model changes only through `open_model` (which loads it first and records it
+    /// once it loaded), so the window can never point the next launch at a file that was never
+    /// opened; a folder is added only as the user picks it in a dialog.
     pub fn save_from_window(&self, settings: Settings) -> Result<Settings, CommandError> {
-        let model_path = self.get().model_path;
-        self.set(Settings { model_path, ..settings })
+        let Settings { model_path, model_folders, .. } = self.get();
+        self.set(Settings { model_path, model_folders, ..settings })
     }
 
     pub fn update(&self, f: impl FnOnce(&mut Settings)) -> Result<Settings, CommandError> {
