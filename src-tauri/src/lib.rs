@@ -76,6 +76,7 @@ pub fn run() {
             files::commands::pick_question_files,
             files::commands::pick_model,
             files::commands::pick_save_path,
+            files::commands::save_document,
             settings::commands::get_settings,
             settings::commands::save_settings,
             engine::commands::engine_status,
@@ -86,6 +87,7 @@ pub fn run() {
             chat::commands::set_conversation_thinking,
             chat::commands::delete_conversation,
             chat::commands::get_messages,
+            chat::commands::export_conversation,
             chat::commands::send_message,
             chat::commands::regenerate,
             chat::commands::edit_and_resend,
@@ -103,6 +105,7 @@ pub fn run() {
             jobs::commands::cancel_job,
             jobs::commands::delete_job,
             jobs::commands::export_job,
+            jobs::commands::job_report,
             notices::commands::take_notices,
         ])
         .run(tauri::generate_context!())

@@ -53,6 +53,15 @@ test('jobs: a dropped keyed CSV runs to completion and every problem gets a verd
     await app.click('[data-testid=job-row] td.q');
     await app.waitUntil(`return document.querySelectorAll('[data-testid=sample]').length === 2`, 'the samples of a problem');
     await app.screenshot('jobs-report', (png) => png.length > 20_000);
+    // What the shareable report (HTML export, Print) is made from: the disputed problem comes
+    // with the answer of a sample that gave the majority's 5.
+    const report = await app.run(`const ipc = window.__TAURI_INTERNALS__;
+      return ipc.invoke('list_jobs').then((jobs) => ipc.invoke('job_report', { id: jobs[0].id }))`);
+    assert.equal(report.title, 'Validation of arithmetic.csv');
+    assert.equal(report.table.export_names.html, 'arithmetic.report.html');
+    const disputed = report.table.problems.find((p) => p.verdict === 'disputed');
+    const shown = report.shown.find((s) => s.problem_idx === disputed.idx);
+    assert.ok(shown && /5/.test(shown.answer), JSON.stringify(report.shown));
     await app.close();
 
     // Kept in SQLite: the job is listed after a restart.

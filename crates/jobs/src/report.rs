@@ -232,9 +232,8 @@ impl ExportFormat {
     /// The file name to suggest for the results of a question file named `source`:
     /// `algebra.csv` gives `algebra.results.csv`, `algebra.results.jsonl` and `algebra.report.md`.
     pub fn file_name(self, source: &str) -> String {
-        let stem = Path::new(source).file_stem().map_or_else(|| source.to_string(), |s| s.to_string_lossy().into_owned());
         let kind = if self == ExportFormat::Markdown { "report" } else { "results" };
-        format!("{stem}.{kind}.{}", self.extension())
+        export_name(source, kind, self.extension())
     }
 
     /// The rows of the job read from the question file `source`, in this format.
@@ -245,6 +244,12 @@ impl ExportFormat {
             ExportFormat::Markdown => to_markdown(&title(source), rows),
         }
     }
+}
+
+/// `algebra.csv`, `report`, `html` gives `algebra.report.html`.
+pub fn export_name(source: &str, kind: &str, extension: &str) -> String {
+    let stem = Path::new(source).file_stem().map_or_else(|| source.to_string(), |s| s.to_string_lossy().into_owned());
+    format!("{stem}.{kind}.{extension}")
 }
 
 /// A validation report's title, for the question file `source`.
@@ -375,6 +380,17 @@ pub fn statuses(problems: &[Problem], samples: &[SampleRow], opts: &JobOptions) 
         .collect()
 }
 
+/// The sample a report shows for a problem: the first that gave the majority answer (the answer
+/// the verdict is about), else the first finished one.
+pub fn shown_sample<'a>(samples: &'a [SampleRow], majority: Option<&str>) -> Option<&'a SampleRow> {
+    samples.iter().find(|s| majority.is_some() && s.extracted.as_deref() == majority).or(samples.first())
+}
+
+/// Whether a report puts a problem among those that need a teacher's look (with a sample shown).
+pub fn needs_look(verdict: Option<Verdict>) -> bool {
+    matches!(verdict, Some(Verdict::Disputed | Verdict::Unsure))
+}
+
 /// The problems' indices in report order (ties keep the file's order).
 pub fn report_order(statuses: &[ProblemStatus]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..statuses.len()).collect();
@@ -479,6 +495,17 @@ mod status_tests {
 
     fn problem(id: &str, key: Option<&str>) -> Problem {
         Problem { id: id.into(), question: format!("q{id}"), key: key.map(Into::into), extra: vec![], line: 2 }
+    }
+
+    #[test]
+    fn the_report_shows_a_sample_that_gave_the_majority_answer() {
+        let samples = [sample(0, 0, "7"), sample(0, 1, "8"), sample(0, 2, "8")];
+        assert_eq!(shown_sample(&samples, Some("8")).unwrap().sample_idx, 1);
+        assert_eq!(shown_sample(&samples, None).unwrap().sample_idx, 0);
+        assert_eq!(shown_sample(&samples, Some("9")).unwrap().sample_idx, 0);
+        assert!(shown_sample(&[], Some("8")).is_none());
+        assert!(needs_look(Some(Verdict::Disputed)) && needs_look(Some(Verdict::Unsure)));
+        assert!(!needs_look(Some(Verdict::Confirmed)) && !needs_look(None));
     }
 
     fn sample(p: usize, s: usize, extracted: &str) -> SampleRow {

@@ -60,6 +60,8 @@ fn declarations() -> String {
         report::ExportFormat::decl(&cfg),
         jobs::ExportNames::decl(&cfg),
         jobs::JobTable::decl(&cfg),
+        jobs::JobReport::decl(&cfg),
+        jobs::ShownSample::decl(&cfg),
         runner::Progress::decl(&cfg),
         runner::JobEvent::decl(&cfg),
         jobs::Stopped::decl(&cfg),

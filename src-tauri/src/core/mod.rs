@@ -1,6 +1,7 @@
 #[cfg(test)]
 mod bindings;
 pub mod chat;
+pub mod desktop_notice;
 pub mod engine;
 pub mod error;
 pub mod files;

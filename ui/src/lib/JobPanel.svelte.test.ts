@@ -27,7 +27,7 @@ function table(state: JobTable['summary']['state'], problems: ProblemStatus[], r
       pending: problems.filter((p) => !p.verdict).length, samples_done: problems.reduce((n, p) => n + p.samples_done, 0),
       cut_off: problems.reduce((n, p) => n + p.cut_off, 0), many_cut_off: false },
     report_order,
-    export_names: { csv: 'set.results.csv', jsonl: 'set.results.jsonl', markdown: 'set.report.md' },
+    export_names: { csv: 'set.results.csv', jsonl: 'set.results.jsonl', markdown: 'set.report.md', html: 'set.report.html' },
   };
 }
 

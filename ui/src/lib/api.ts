@@ -3,7 +3,7 @@
 // (`bindings.ts`, `make bindings`), never written here.
 import { Channel, invoke } from '@tauri-apps/api/core';
 import type { CatalogEntry, ChatEvent, ChatMessage, CommandError, Conversation, DownloadEvent, EngineStatus, ExportFormat, FilePreview, JobOptions,
-  JobSummary, JobTable, JobUiEvent, LocalModel, ModelStatus, SampleRow, Sent, ServerStatus, Settings, RunOn } from './bindings';
+  JobReport, JobSummary, JobTable, JobUiEvent, LocalModel, ModelStatus, SampleRow, Sent, ServerStatus, Settings, RunOn } from './bindings';
 
 export type * from './bindings';
 
@@ -46,6 +46,8 @@ export const files = {
   pickModel: (folder: boolean, title: string) => invoke<string | null>('pick_model', { folder, title }),
   pickSavePath: (title: string, fileName: string, extension: string) =>
     invoke<string | null>('pick_save_path', { title, fileName, extension }),
+  /** Writes a document the window made (a report as HTML) to a path a save dialog granted. */
+  saveDocument: (path: string, contents: string) => invoke<void>('save_document', { path, contents }),
 };
 
 // ---- Settings ----
@@ -80,6 +82,8 @@ export const chat = {
   setThinking: (id: number, thinking: boolean | null) => invoke<Conversation>('set_conversation_thinking', { id, thinking }),
   remove: (id: number) => invoke<void>('delete_conversation', { id }),
   messages: (conversationId: number) => invoke<ChatMessage[]>('get_messages', { conversationId }),
+  /** Writes the conversation as Markdown to a path a save dialog granted. */
+  exportMarkdown: (id: number, path: string, withThinking: boolean) => invoke<void>('export_conversation', { id, path, withThinking }),
   send: (conversationId: number, content: string, onEvent: (e: ChatEvent) => void) =>
     invoke<Sent>('send_message', { conversationId, content, onEvent: chatChannel(onEvent) }),
   regenerate: (conversationId: number, onEvent: (e: ChatEvent) => void) =>
@@ -112,6 +116,8 @@ export const jobs = {
   cancel: (id: number) => invoke<void>('cancel_job', { id }),
   remove: (id: number) => invoke<void>('delete_job', { id }),
   exportTo: (id: number, format: ExportFormat, path: string) => invoke<void>('export_job', { id, format, path }),
+  /** What the shareable report shows (the window renders it: `reportHtml.ts`). */
+  report: (id: number) => invoke<JobReport>('job_report', { id }),
 };
 
 // ---- Remote engine ----

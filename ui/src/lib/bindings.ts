@@ -318,7 +318,11 @@ many_cut_off: boolean, };
 
 export type ExportFormat = "csv" | "jsonl" | "markdown";
 
-export type ExportNames = { csv: string, jsonl: string, markdown: string, };
+export type ExportNames = { csv: string, jsonl: string, markdown: string, 
+/**
+ * The report as one HTML file, which the window renders (`JobReport`).
+ */
+html: string, };
 
 export type JobTable = { summary: JobSummary, options: JobOptions, problems: Array<ProblemStatus>, counts: VerdictCounts, 
 /**
@@ -329,6 +333,10 @@ report_order: Array<number>,
  * The file name to suggest for each export.
  */
 export_names: ExportNames, };
+
+export type JobReport = { title: string, table: JobTable, shown: Array<ShownSample>, };
+
+export type ShownSample = { problem_idx: number, sample_idx: number, answer: string, thinking: string, };
 
 export type JobProgress = { done: number, total: number, tokens_per_second: number, eta_seconds: number | null, };
 

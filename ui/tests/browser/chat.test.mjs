@@ -178,3 +178,30 @@ test('settings: switching to Chinese translates the window and is saved', async 
   assert.equal(await page.evaluate(() => document.documentElement.lang), 'zh-CN');
   await page.close();
 });
+
+test('chat: a conversation exports as Markdown, with or without the thinking', async () => {
+  const page = await ctx.browser.newPage();
+  await mockIpc(page, { ...chatMocks,
+    pick_save_path: (args) => { window.__saveDialog = args; return '/home/me/What is 2 + 2.md'; },
+    export_conversation: (args) => { (window.__exports ??= []).push(args); return null; } });
+  await page.goto(ctx.server.url);
+  await page.getByTestId('empty-thread').waitFor();
+  assert.equal(await page.getByTestId('chat-export').count(), 0, 'nothing to export yet');
+  await page.getByTestId('composer').fill('What is 2 + 2?');
+  await page.getByTestId('composer').press('Enter');
+  await page.getByTestId('stats').waitFor();
+
+  await page.getByTestId('chat-export').locator('summary').click();
+  await page.getByTestId('chat-export-answers').click();
+  await page.waitForFunction(() => window.__exports?.length === 1);
+  assert.deepEqual(await page.evaluate(() => window.__saveDialog), { title: 'Save the conversation as', fileName: 'What is 2 + 2.md', extension: 'md' });
+  await page.getByTestId('chat-export').locator('summary').click();
+  await page.getByTestId('chat-export-thinking').click();
+  await page.waitForFunction(() => window.__exports?.length === 2);
+  const id = await page.evaluate(() => window.__db.convs[0].id);
+  assert.deepEqual(await page.evaluate(() => window.__exports), [
+    { id, path: '/home/me/What is 2 + 2.md', withThinking: false },
+    { id, path: '/home/me/What is 2 + 2.md', withThinking: true },
+  ]);
+  await page.close();
+});

@@ -2,6 +2,9 @@
 // with live progress, and the validation report with its export. Rust is mocked in the page.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { useBrowser, mockIpc, modelInfo as info, defaultSettings as settings } from './harness.mjs';
 
 const ctx = useBrowser();
@@ -36,14 +39,14 @@ const mocks = {
     const done = window.__finished;
     const p = (idx, question, key, answers, majority, verdict) => ({ idx, id: String(idx + 1), question, key, line: idx + 2,
       samples_done: done ? 2 : 0, samples_total: 2, answers: done ? answers : [], majority: done ? majority : null,
-      agreement: done ? (majority ? 1 : 0.5) : 0, verdict: done ? verdict : null });
+      agreement: done ? (majority ? 1 : 0.5) : 0, verdict: done ? verdict : null, reason: done && verdict === 'unsure' ? 'split' : null });
     const problems = [p(0, 'What is 2 + 2?', '4', ['4', '4'], '4', 'confirmed'), p(1, 'What is 3 * 3?', '10', ['9', '9'], '9', 'disputed'),
       p(2, 'Is 1 prime?', 'no', ['no', 'yes'], null, 'unsure')];
     return { summary: { ...window.__jobs[0], id, state: done ? 'done' : 'running', samples_done: done ? 6 : 0 },
       options: window.__created.options, problems,
       counts: done ? { confirmed: 1, disputed: 1, unsure: 1, answered: 0, pending: 0, samples_done: 6, cut_off: 0, many_cut_off: false } : { confirmed: 0, disputed: 0, unsure: 0, answered: 0, pending: 3, samples_done: 0, cut_off: 0, many_cut_off: false },
       report_order: done ? [1, 2, 0] : [0, 1, 2],
-      export_names: { csv: 'algebra.results.csv', jsonl: 'algebra.results.jsonl', markdown: 'algebra.report.md' } };
+      export_names: { csv: 'algebra.results.csv', jsonl: 'algebra.results.jsonl', markdown: 'algebra.report.md', html: 'algebra.report.html' } };
   },
   problem_samples: ({ problemIdx }) => problemIdx !== 1 ? [] : [0, 1].map((s) => ({ problem_idx: 1, sample_idx: s, answer: 'So $3 \\times 3 = \\boxed{9}$.',
     thinking: 'Three threes make nine.', extracted: '9', finish_reason: 'stop', prompt_tokens: 20, thinking_tokens: 5, answer_tokens: 8, ttft_ms: 100, duration_ms: 900 })),
@@ -68,6 +71,11 @@ const mocks = {
   pause_job: () => null,
   pick_save_path: (args) => { window.__saveDialog = args; return '/home/teacher/algebra.report.md'; },
   export_job: (args) => { window.__exported = args; return null; },
+  // What Rust would send: the table, and the sample shown for each problem that needs a look.
+  job_report: async ({ id }) => ({ title: 'Validation of algebra.csv', table: await window.__TAURI_INTERNALS__.invoke('job_table', { id }),
+    shown: [{ problem_idx: 1, sample_idx: 0, answer: 'So $3 \\times 3 = \\boxed{9}$.', thinking: 'Three threes make $9$.' },
+      { problem_idx: 2, sample_idx: 1, answer: 'Yes, $1$ is prime.', thinking: '' }] }),
+  save_document: ({ path, contents }) => { window.__document = { path, contents }; return null; },
 };
 
 
@@ -147,6 +155,40 @@ test('jobs: dropped files are previewed, run with live progress, and reported wi
   await page.waitForFunction(() => window.__exported);
   assert.deepEqual(await page.evaluate(() => window.__exported), { id: 7, format: 'markdown', path: '/home/teacher/algebra.report.md' });
   assert.deepEqual(await page.evaluate(() => window.__saveDialog), { title: 'Save the results as', fileName: 'algebra.report.md', extension: 'md' });
+
+  // The HTML report: one file that opens offline, maths rendered, nothing fetched.
+  await page.getByTestId('export-html').click();
+  await page.waitForFunction(() => window.__document);
+  assert.deepEqual(await page.evaluate(() => window.__saveDialog), { title: 'Save the results as', fileName: 'algebra.report.html', extension: 'html' });
+  const html = await page.evaluate(() => window.__document.contents);
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ponder-report-')), 'algebra.report.html');
+  fs.writeFileSync(file, html);
+  const report = await ctx.browser.newPage();
+  const fetched = [];
+  report.on('request', (r) => fetched.push(r.url()));
+  await report.goto(`file://${file}`);
+  await report.evaluate(() => document.fonts.ready);
+  assert.deepEqual(fetched.filter((u) => !u.startsWith('file:') && !u.startsWith('data:')), [], 'the report fetches nothing');
+  assert.equal(await report.title(), 'Validation of algebra.csv');
+  assert.match(await report.getByTestId('report-counts').textContent(), /Confirmed1.*Disputed1.*Unsure1/s);
+  // Disputed first, then unsure, each with its question, key, majority and one sample's answer.
+  const cards = report.locator('article.problem');
+  assert.deepEqual(await cards.evaluateAll((a) => a.map((e) => e.dataset.problem)), ['2', '3']);
+  assert.match(await cards.first().textContent(), /2 · Disputed.*What is 3 \* 3\?.*Key\s*10.*Most common answer\s*9.*100% of 2 samples.*Sample 1’s answer/s);
+  assert.equal(await cards.first().locator('.answer > .katex, .answer .katex').count(), 2, 'the answer and the folded thinking each hold one formula');
+  assert.equal(await cards.first().locator('details').getAttribute('open'), null, 'thinking folded');
+  assert.match(await cards.nth(1).textContent(), /the samples' answers are split/);
+  // KaTeX's own fonts, from the file itself.
+  assert.ok(await report.evaluate(() => document.fonts.check('16px KaTeX_Main') && [...document.fonts].some((f) => f.family === 'KaTeX_Main' && f.status === 'loaded')));
+  assert.match(await report.locator('table.settled').textContent(), /1\s*Confirmed/);
+  const shots = path.resolve(import.meta.dirname, '../../../test-output/browser');
+  fs.mkdirSync(shots, { recursive: true });
+  await report.screenshot({ path: path.join(shots, 'html-report.png'), fullPage: true });
+  await report.close();
+
+  // Print: the same report, in a frame the print dialog reads.
+  await page.getByTestId('print-report').click();
+  await page.waitForFunction(() => document.querySelector('iframe[data-testid=print-frame]')?.srcdoc.includes('Needs a look (2)'));
   await page.close();
 });
 

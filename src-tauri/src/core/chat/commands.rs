@@ -3,6 +3,7 @@ use super::store::{ChatMessage, Conversation, Role, UNTITLED};
 use super::{ChatEvent, ChatState};
 use crate::core::engine::EngineState;
 use crate::core::error::CommandError;
+use crate::core::files::{Access, FileGrants};
 use crate::core::settings::SettingsState;
 use serde::Serialize;
 use std::sync::Arc;
@@ -43,6 +44,23 @@ pub fn delete_conversation(chat: Chat<'_>, id: i64) -> Result<(), CommandError> 
 #[tauri::command]
 pub fn get_messages(chat: Chat<'_>, conversation_id: i64) -> Result<Vec<ChatMessage>, CommandError> {
     chat.store.lock().unwrap().messages(conversation_id).map_err(CommandError::from)
+}
+
+/// Writes the conversation as Markdown (`super::export`) where the user chose to save it.
+#[tauri::command(async)]
+pub fn export_conversation(
+    chat: Chat<'_>,
+    grants: State<'_, FileGrants>,
+    id: i64,
+    path: String,
+    with_thinking: bool,
+) -> Result<(), CommandError> {
+    let path = grants.check(&path, Access::Write)?;
+    let markdown = {
+        let store = chat.store.lock().unwrap();
+        super::export::to_markdown(&store.conversation(id)?, &store.messages(id)?, with_thinking)
+    };
+    Ok(std::fs::write(&path, markdown).map_err(|e| format!("{}: {e}", path.display()))?)
 }
 
 #[cfg_attr(test, derive(ts_rs::TS))]

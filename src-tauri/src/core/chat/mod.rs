@@ -1,5 +1,6 @@
 //! Chat: conversations kept in SQLite, replies streamed from the engine to the window.
 pub mod commands;
+pub mod export;
 pub mod store;
 
 use crate::core::engine::EngineState;

@@ -49,3 +49,14 @@ pub fn pick_save_path(
         .blocking_save_file();
     grant_all(&grants, Access::Write, picked.into_iter().collect()).pop()
 }
+
+/// Writes a document the window rendered (a report as HTML) where the user chose to save it.
+#[tauri::command(async)]
+pub fn save_document(
+    grants: State<'_, FileGrants>,
+    path: String,
+    contents: String,
+) -> Result<(), crate::core::error::CommandError> {
+    let path = grants.check(&path, Access::Write)?;
+    Ok(std::fs::write(&path, contents).map_err(|e| format!("{}: {e}", path.display()))?)
+}

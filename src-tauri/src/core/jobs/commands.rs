@@ -1,12 +1,12 @@
 //! The batch jobs' Tauri commands: thin calls into [`JobsState`].
-use super::{ExportFormat, FilePreview, JobTable, JobUiEvent, JobsState, Target};
+use super::{ExportFormat, FilePreview, JobSink, JobTable, JobUiEvent, JobsState, Stopped, Target};
 use crate::core::engine::EngineState;
 use crate::core::error::CommandError;
 use crate::core::files::{Access, FileGrants};
 use crate::core::remote::RemoteState;
 use crate::core::settings::SettingsState;
 use ponder_jobs::store::{JobSummary, SampleRow};
-use ponder_jobs::{JobId, JobOptions};
+use ponder_jobs::{JobId, JobOptions, JobState};
 use std::sync::Arc;
 use tauri::ipc::Channel;
 use tauri::State;
@@ -54,7 +54,9 @@ pub enum RunOn {
 /// Starts or resumes a job on this computer or the remote engine, or attaches to it if it runs
 /// already; events arrive on `on_event`.
 #[tauri::command]
+#[allow(clippy::too_many_arguments)] // a Tauri command takes each state it reads as an argument
 pub fn run_job(
+    app: tauri::AppHandle,
     jobs: Jobs<'_>,
     engine: State<'_, Arc<EngineState>>,
     settings: State<'_, SettingsState>,
@@ -72,7 +74,30 @@ pub fn run_job(
             &[],
         ))?),
     };
-    jobs.run(id, target, on_event)
+    jobs.run(id, target, NoticeWhenAway { channel: on_event, app, id })
+}
+
+/// Forwards a job's events to the window; when the job finishes while the window is in the
+/// background (not focused, or minimised), a desktop notification says so, with the counts.
+struct NoticeWhenAway {
+    channel: Channel<JobUiEvent>,
+    app: tauri::AppHandle,
+    id: JobId,
+}
+
+impl JobSink for NoticeWhenAway {
+    fn send(&self, event: &JobUiEvent) -> bool {
+        if let JobUiEvent::State(Stopped::State { state: JobState::Done, .. }) = event {
+            use tauri::Manager;
+            let away = self.app.get_webview_window("main").is_none_or(|w| !w.is_focused().unwrap_or(false));
+            if let (true, Ok(table)) = (away, self.app.state::<Arc<JobsState>>().table(self.id)) {
+                let language = self.app.state::<SettingsState>().get().language;
+                let (title, body) = super::finished_notice(&table.summary.name, &table.counts, table.summary.has_key, language);
+                crate::core::desktop_notice::notify_in_background(title, body);
+            }
+        }
+        JobSink::send(&self.channel, event)
+    }
 }
 
 #[tauri::command]
@@ -88,6 +113,12 @@ pub fn cancel_job(jobs: Jobs<'_>, id: JobId) -> Result<(), CommandError> {
 #[tauri::command]
 pub fn delete_job(jobs: Jobs<'_>, id: JobId) -> Result<(), CommandError> {
     jobs.delete(id)
+}
+
+/// The shareable report of a job (see `JobsState::report`); the window renders it.
+#[tauri::command(async)]
+pub fn job_report(jobs: Jobs<'_>, id: JobId) -> Result<super::JobReport, CommandError> {
+    jobs.report(id)
 }
 
 #[tauri::command(async)]

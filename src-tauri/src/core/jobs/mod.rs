@@ -5,6 +5,7 @@ pub mod commands;
 
 use crate::core::engine::EngineState;
 use crate::core::error::CommandError;
+use crate::core::settings::Language;
 use ponder_jobs::backend::LocalBackend;
 pub use ponder_jobs::preview::FilePreview;
 use ponder_jobs::remote::{RemoteBackend, RemoteConfig};
@@ -53,6 +54,27 @@ impl JobSink for tauri::ipc::Channel<JobUiEvent> {
 
 type Listeners = Arc<Mutex<Vec<Box<dyn JobSink>>>>;
 
+/// The desktop notice for a finished job, in the window's language: a title, and the job's name
+/// with its verdict counts (those that are not zero), or how many problems were answered when
+/// the file had no key.
+pub fn finished_notice(name: &str, counts: &VerdictCounts, has_key: bool, language: Language) -> (String, String) {
+    let zh = language == Language::SimplifiedChinese;
+    let title = if zh { "批量任务已完成" } else { "Batch job finished" };
+    let words: [(usize, &str, &str); 4] = [
+        (counts.confirmed, "confirmed", "确认"),
+        (counts.disputed, "disputed", "存疑"),
+        (counts.unsure, "unsure", "无法判断"),
+        (counts.answered, "answered", "已作答"),
+    ];
+    let parts: Vec<String> = words
+        .iter()
+        .filter(|(n, _, _)| *n > 0 && (has_key || *n == counts.answered))
+        .map(|(n, en, zh_word)| if zh { format!("{zh_word} {n}") } else { format!("{n} {en}") })
+        .collect();
+    let body = if zh { format!("{name}：{}", parts.join("，")) } else { format!("{name}: {}", parts.join(", ")) };
+    (title.to_string(), body)
+}
+
 struct Running {
     control: JobControl,
     listeners: Listeners,
@@ -76,6 +98,26 @@ pub struct JobTable {
     pub export_names: ExportNames,
 }
 
+/// A finished job as its shareable report shows it (the HTML export and *Print*): the table,
+/// and for each problem that needs a look, the sample shown with it.
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize)]
+pub struct JobReport {
+    pub title: String,
+    pub table: JobTable,
+    pub shown: Vec<ShownSample>,
+}
+
+/// One sample's answer and thinking, for the report's problem `problem_idx`.
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize)]
+pub struct ShownSample {
+    pub problem_idx: usize,
+    pub sample_idx: usize,
+    pub answer: String,
+    pub thinking: String,
+}
+
 /// The file name to suggest for each export format (`ExportFormat::file_name`).
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize)]
@@ -83,6 +125,8 @@ pub struct ExportNames {
     pub csv: String,
     pub jsonl: String,
     pub markdown: String,
+    /// The report as one HTML file, which the window renders (`JobReport`).
+    pub html: String,
 }
 
 impl ExportNames {
@@ -91,6 +135,7 @@ impl ExportNames {
             csv: ExportFormat::Csv.file_name(source),
             jsonl: ExportFormat::Jsonl.file_name(source),
             markdown: ExportFormat::Markdown.file_name(source),
+            html: report::export_name(source, "report", "html"),
         }
     }
 }
@@ -152,6 +197,25 @@ impl JobsState {
         let report_order = report::report_order(&problems);
         let export_names = ExportNames::of(&summary.name);
         Ok(JobTable { summary, options, problems, counts, report_order, export_names })
+    }
+
+    /// The report: disputed and unsure problems each with the sample `report::shown_sample`
+    /// picks.
+    pub fn report(&self, id: JobId) -> Result<JobReport, CommandError> {
+        let table = self.table(id)?;
+        let mut shown = Vec::new();
+        for p in table.problems.iter().filter(|p| report::needs_look(p.verdict)) {
+            let samples = self.samples(id, p.idx)?;
+            if let Some(s) = report::shown_sample(&samples, p.majority.as_deref()) {
+                shown.push(ShownSample {
+                    problem_idx: p.idx,
+                    sample_idx: s.sample_idx,
+                    answer: s.answer.clone(),
+                    thinking: s.thinking.clone(),
+                });
+            }
+        }
+        Ok(JobReport { title: report::title(&table.summary.name), table, shown })
     }
 
     pub fn samples(&self, id: JobId, problem_idx: usize) -> Result<Vec<SampleRow>, CommandError> {
@@ -414,5 +478,20 @@ mod tests {
         let error = error.unwrap();
         assert_eq!((error.code.as_str(), error.params["url"].as_str()), ("remote.unreachable", "http://127.0.0.1:9/v1/models"));
         assert!(error.message.contains("cannot reach http://127.0.0.1:9/v1/models"), "{error:?}");
+    }
+
+    #[test]
+    fn the_finished_notice_gives_the_counts_in_the_windows_language() {
+        let counts = VerdictCounts { confirmed: 12, disputed: 2, unsure: 1, ..Default::default() };
+        assert_eq!(
+            finished_notice("algebra.csv", &counts, true, Language::English),
+            ("Batch job finished".to_string(), "algebra.csv: 12 confirmed, 2 disputed, 1 unsure".to_string())
+        );
+        assert_eq!(
+            finished_notice("algebra.csv", &counts, true, Language::SimplifiedChinese).1,
+            "algebra.csv：确认 12，存疑 2，无法判断 1"
+        );
+        let answered = VerdictCounts { answered: 5, ..Default::default() };
+        assert_eq!(finished_notice("q.txt", &answered, false, Language::English).1, "q.txt: 5 answered");
     }
 }
