@@ -92,7 +92,7 @@ impl JobSink for NoticeWhenAway {
             let away = self.app.get_webview_window("main").is_none_or(|w| !w.is_focused().unwrap_or(false));
             if let (true, Ok(table)) = (away, self.app.state::<Arc<JobsState>>().table(self.id)) {
                 let language = self.app.state::<SettingsState>().get().language;
-                let (title, body) = super::finished_notice(&table.summary.name, &table.counts, table.summary.has_key, language);
+                let (title, body) = super::finished_notice(&table.summary.name, &table.counts, language);
                 crate::core::desktop_notice::notify_in_background(title, body);
             }
         }

@@ -55,9 +55,8 @@ impl JobSink for tauri::ipc::Channel<JobUiEvent> {
 type Listeners = Arc<Mutex<Vec<Box<dyn JobSink>>>>;
 
 /// The desktop notice for a finished job, in the window's language: a title, and the job's name
-/// with its verdict counts (those that are not zero), or how many problems were answered when
-/// the file had no key.
-pub fn finished_notice(name: &str, counts: &VerdictCounts, has_key: bool, language: Language) -> (String, String) {
+/// with its verdict counts that are not zero (without a key, only how many were answered).
+pub fn finished_notice(name: &str, counts: &VerdictCounts, language: Language) -> (String, String) {
     let zh = language == Language::SimplifiedChinese;
     let title = if zh { "批量任务已完成" } else { "Batch job finished" };
     let words: [(usize, &str, &str); 4] = [
@@ -68,7 +67,7 @@ pub fn finished_notice(name: &str, counts: &VerdictCounts, has_key: bool, langua
     ];
     let parts: Vec<String> = words
         .iter()
-        .filter(|(n, _, _)| *n > 0 && (has_key || *n == counts.answered))
+        .filter(|(n, _, _)| *n > 0)
         .map(|(n, en, zh_word)| if zh { format!("{zh_word} {n}") } else { format!("{n} {en}") })
         .collect();
     let body = if zh { format!("{name}：{}", parts.join("，")) } else { format!("{name}: {}", parts.join(", ")) };
@@ -484,14 +483,14 @@ mod tests {
     fn the_finished_notice_gives_the_counts_in_the_windows_language() {
         let counts = VerdictCounts { confirmed: 12, disputed: 2, unsure: 1, ..Default::default() };
         assert_eq!(
-            finished_notice("algebra.csv", &counts, true, Language::English),
+            finished_notice("algebra.csv", &counts, Language::English),
             ("Batch job finished".to_string(), "algebra.csv: 12 confirmed, 2 disputed, 1 unsure".to_string())
         );
         assert_eq!(
-            finished_notice("algebra.csv", &counts, true, Language::SimplifiedChinese).1,
+            finished_notice("algebra.csv", &counts, Language::SimplifiedChinese).1,
             "algebra.csv：确认 12，存疑 2，无法判断 1"
         );
         let answered = VerdictCounts { answered: 5, ..Default::default() };
-        assert_eq!(finished_notice("q.txt", &answered, false, Language::English).1, "q.txt: 5 answered");
+        assert_eq!(finished_notice("q.txt", &answered, Language::English).1, "q.txt: 5 answered");
     }
 }

@@ -32,7 +32,7 @@ pub fn open_model(
     Ok(ModelStatus::Ready { info })
 }
 
-/// Loads `path` in place of the current model (the status bar shows the load's progress), and
+/// Loads `path` in place of the current model (the status bar says it is loading), and
 /// remembers it once it has loaded: a model that fails (or takes the app down) is not the one
 /// the next launch opens.
 fn load_and_remember(
@@ -68,16 +68,15 @@ pub fn use_local_model(
     server: State<'_, ServerState>,
     path: String,
 ) -> Result<ModelStatus, CommandError> {
-    let found = super::local_models(&settings.get(), None).into_iter().find(|m| m.path == path);
-    let Some(found) = found else {
+    // Only names are compared: the chosen file's header is the one worth reading.
+    let places = ponder_engine::local_models::Places::standard(settings.get().model_folders);
+    let Some(found) = ponder_engine::local_models::scan(&places).into_iter().find(|f| f.path.display().to_string() == path)
+    else {
         let message = format!("{path}: not among the models found on this computer");
         return Err(CommandError::coded("files.not_granted", message, &[("path", path)]));
     };
-    if let Some(problem) = found.problem {
-        return Err(problem);
-    }
-    let path = PathBuf::from(found.path);
-    let info = ponder_engine::loader::inspect(&path)?;
+    let info = ponder_engine::loader::inspect_runnable(&found.path)?;
+    let path = found.path;
     load_and_remember(app, &settings, &engine, &server, path);
     Ok(ModelStatus::Ready { info })
 }
