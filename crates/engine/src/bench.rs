@@ -223,7 +223,7 @@ fn concurrent_decode_rate(t: &[Timing]) -> f64 {
 pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<BenchReport> {
     let t0 = Instant::now();
     let deepest = opts.depths.iter().max().map_or(0, |d| d + opts.runs * opts.decode_tokens + 64);
-    let loaded = load(model, &LoadOptions { max_context: Some(deepest.max(8192)), kernels: opts.kernels })?;
+    let loaded = load(model, &LoadOptions { max_context: Some(deepest.max(8192)), kernels: opts.kernels, ..Default::default() })?;
     let load_s = t0.elapsed().as_secs_f64();
     let name = loaded.info.name.clone();
     let kv_cache = loaded.model.kv_cache_type(opts.kv_cache);

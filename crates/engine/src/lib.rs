@@ -38,7 +38,7 @@ pub use error::{panic_message, EngineError, InvalidRequest, Result};
 pub use family::Family;
 pub use kquants::{KQuantKernels, Kernel};
 pub use kv_cache::KvCacheType;
-pub use loader::{load, LoadOptions, LoadedModel, ModelInfo};
+pub use loader::{load, LoadOptions, LoadProgress, LoadedModel, ModelInfo, ProgressFn};
 pub use request::{Event, FinishReason, GenerateRequest, Priority, Prompt, Usage, DEFAULT_MAX_TOKENS};
 pub use sampler::SamplingParams;
 pub use stream::Channel;

@@ -45,12 +45,62 @@ pub struct LoadedModel {
 }
 
 /// Options for loading.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct LoadOptions {
     /// Cap on the context length (memory); `None` keeps the model's own.
     pub max_context: Option<usize>,
     /// Which code multiplies K-quant weights.
     pub kernels: KQuantKernels,
+    /// Told how far loading has got, once per tensor, on the loading thread.
+    pub on_progress: Option<ProgressFn>,
+}
+
+impl std::fmt::Debug for LoadOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadOptions")
+            .field("max_context", &self.max_context)
+            .field("kernels", &self.kernels)
+            .field("on_progress", &self.on_progress.is_some())
+            .finish()
+    }
+}
+
+/// How far a load has got: the bytes of weights read *and packed* so far, of all of them. Reading
+/// a tensor and packing it for the kernels take about as long as each other, and both scale with
+/// its size, so bytes are a fair measure of time.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct LoadProgress {
+    pub done_bytes: u64,
+    pub total_bytes: u64,
+}
+
+/// Where [`LoadProgress`] goes (a status bar, a log line).
+pub type ProgressFn = std::sync::Arc<dyn Fn(LoadProgress) + Send + Sync>;
+
+/// A model file read through this counts what it has read. A tensor is read in one piece and
+/// packed before the next one is read, so at the start of each read, every byte read before it
+/// is a packed weight: that is what it reports.
+struct Counted<R> {
+    inner: R,
+    read: u64,
+    total: u64,
+    report: ProgressFn,
+}
+
+impl<R: std::io::Read> std::io::Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        (self.report)(LoadProgress { done_bytes: self.read.min(self.total), total_bytes: self.total });
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R: std::io::Seek> std::io::Seek for Counted<R> {
+    fn seek(&mut self, pos: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.inner.seek(pos)
+    }
 }
 
 /// A configuration value a model file must or may give.
@@ -546,7 +596,10 @@ fn load_gguf(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
     // a memory map, every page read stays in the process's resident memory until the map
     // goes: the whole file on top of the packed weights, which made loading the 1.5B model
     // peak at 2.3 GB.)
-    let mut cursor = std::fs::File::open(path).map_err(|source| EngineError::Io { path: path.into(), source })?;
+    let file = std::fs::File::open(path).map_err(|source| EngineError::Io { path: path.into(), source })?;
+    let report = opts.on_progress.clone().unwrap_or_else(|| std::sync::Arc::new(|_| {}));
+    let total = size.saturating_sub(ct.tensor_data_offset);
+    let mut cursor = Counted { inner: file, read: 0, total, report: report.clone() };
     let bad = |e: candle_core::Error| EngineError::BadModel { path: path.into(), detail: e.to_string() };
     if ct.tensor_infos.contains_key("rope_freqs.weight") {
         let divisors = ct.tensor(&mut cursor, "rope_freqs.weight", &Device::Cpu).and_then(|t| t.dequantize(&Device::Cpu));
@@ -555,6 +608,7 @@ fn load_gguf(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
     }
     let model = Decoder::from_gguf(&ct, &mut cursor, config.clone(), opts.kernels, &Device::Cpu)
         .map_err(|e| EngineError::BadModel { path: path.into(), detail: e.to_string() })?;
+    report(LoadProgress { done_bytes: total, total_bytes: total });
 
     let mut info = ModelInfo { context_length: config.context_length, ..gguf_info(path, &ct, size) };
     if opts.kernels == KQuantKernels::Candle {

@@ -12,7 +12,11 @@ fn engine(config: EngineConfig) -> Engine {
 
 fn engine_with(model: &str, kernels: KQuantKernels, config: EngineConfig) -> Engine {
     ponder_testkit::threads();
-    let loaded = ponder_engine::load(&ponder_testkit::model(model), &LoadOptions { max_context: Some(4096), kernels }).unwrap();
+    let loaded = ponder_engine::load(
+        &ponder_testkit::model(model),
+        &LoadOptions { max_context: Some(4096), kernels, ..Default::default() },
+    )
+    .unwrap();
     Engine::start(loaded, config).unwrap()
 }
 

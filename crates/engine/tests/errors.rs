@@ -1,4 +1,5 @@
-//! Every way a model file can be wrong gives a clear error, never a panic.
+//! Every way a model file can be wrong gives a clear error, never a panic; a good file tells how
+//! far its load has got.
 
 use candle_core::quantized::gguf_file::Value;
 use ponder_engine::{EngineError, LoadOptions};
@@ -106,6 +107,32 @@ fn broken_chat_template() {
     let engine = ponder_engine::Engine::start(loaded, Default::default()).unwrap();
     let err = engine.submit(ponder_engine::GenerateRequest::chat(vec![ponder_engine::Message::user("hi")])).err().unwrap();
     assert!(err.to_string().contains("first message must be system"), "{err}");
+}
+
+#[test]
+fn a_load_reports_its_progress_tensor_by_tensor_up_to_every_byte() {
+    let path = ponder_testkit::model(ponder_testkit::SMALL);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let opts = LoadOptions {
+        max_context: Some(512),
+        on_progress: Some(std::sync::Arc::new(move |p| record.lock().unwrap().push(p))),
+        ..Default::default()
+    };
+    ponder_engine::load(&path, &opts).unwrap();
+    let seen = seen.lock().unwrap();
+    let (ct, size) = ponder_engine::loader::read_gguf_header(&path).unwrap();
+    let total = size - ct.tensor_data_offset;
+    assert!(seen.iter().all(|p| p.total_bytes == total && p.done_bytes <= total), "{:?}", &seen[..3]);
+    assert!(seen.windows(2).all(|w| w[0].done_bytes <= w[1].done_bytes), "progress went backwards");
+    assert_eq!(seen.first().unwrap().done_bytes, 0);
+    assert_eq!(seen.last().unwrap().done_bytes, total);
+    // One step per tensor read, at least: a bar that moves, not one that jumps from 0 to 100.
+    let steps = seen.windows(2).filter(|w| w[0].done_bytes < w[1].done_bytes).count();
+    assert!(steps >= ct.tensor_infos.len() - 1, "{steps} steps for {} tensors", ct.tensor_infos.len());
+    // No step is more than the largest tensor (the embedding table, about a quarter of the file).
+    let largest = seen.windows(2).map(|w| w[1].done_bytes - w[0].done_bytes).max().unwrap();
+    assert!(largest < total / 3, "a step of {largest} of {total} bytes");
 }
 
 #[test]

@@ -16,6 +16,7 @@ fn declarations() -> String {
         ponder_engine::ModelInfo::decl(&cfg),
         ponder_engine::chat_template::Thinking::decl(&cfg),
         ponder_engine::Kernel::decl(&cfg),
+        ponder_engine::LoadProgress::decl(&cfg),
         ponder_engine::EngineStats::decl(&cfg),
         ponder_engine::Channel::decl(&cfg),
         model::ModelStatus::decl(&cfg),

@@ -21,6 +21,8 @@ export type Thinking = "never" | "always" | "switchable";
 
 export type Kernel = "reference" | "avx2" | "avx512";
 
+export type LoadProgress = { done_bytes: number, total_bytes: number, };
+
 export type EngineStats = { running: number, paused: number, waiting: number, kv_tokens_used: number, kv_tokens_budget: number, 
 /**
  * Generated tokens per second over the last few seconds, all sequences together.
@@ -98,7 +100,7 @@ problem: CommandError | null,
  */
 current: boolean, };
 
-export type EngineStatus = { "state": "empty" } | { "state": "loading", path: string, } | { "state": "ready", model: ModelInfo, stats: EngineStats, } | { "state": "failed", path: string, error: CommandError, };
+export type EngineStatus = { "state": "empty" } | { "state": "loading", path: string, progress: LoadProgress | null, } | { "state": "ready", model: ModelInfo, stats: EngineStats, } | { "state": "failed", path: string, error: CommandError, };
 
 export type Language = "en" | "zh-CN";
 

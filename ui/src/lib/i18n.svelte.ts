@@ -190,7 +190,8 @@ const en = {
   'chat.finish.error': 'Failed: {error}',
 
   'status.noModel': 'No model',
-  'status.loading': 'Loading the model…',
+  'status.loading': 'Loading {model}…',
+  'status.loadProgress': 'weights read and packed: {percent} % ({done} of {total})',
   'status.failed': 'The model failed to load: {error}',
   'status.sequences': '{running} running · {waiting} waiting',
   'status.speed': '{tps} tok/s',
@@ -519,7 +520,8 @@ const zh: Record<MessageKey, string> = {
   'chat.finish.error': '失败：{error}',
 
   'status.noModel': '没有模型',
-  'status.loading': '正在加载模型…',
+  'status.loading': '正在加载 {model}…',
+  'status.loadProgress': '已读取并打包权重：{percent}%（{done} / {total}）',
   'status.failed': '模型加载失败：{error}',
   'status.sequences': '运行 {running} · 等待 {waiting}',
   'status.speed': '{tps} 词元/秒',

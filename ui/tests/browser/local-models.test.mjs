@@ -24,7 +24,12 @@ test('Settings lists the models on this computer, says which run, and switches t
   await mockIpc(page, {
     get_settings: { ...defaultSettings, model_folders: ['/home/u/models'] },
     model_status: { state: 'ready', info: modelInfo },
-    engine_status: { state: 'ready', path: '/m/x.gguf' },
+    // Once a model is chosen, it is partway through loading.
+    engine_status: () => (window.__used
+      ? { state: 'loading', path: window.__used, progress: { done_bytes: 1.025e9, total_bytes: 2.5e9 } }
+      : { state: 'ready', model: { name: 'Qwen2.5 0.5B', path: '/hf/q.gguf', architecture: 'qwen2', quantization: 'Q4K', file_size: 4.9e8,
+        context_length: 32768, parameters: 5e8, reasoning: false, thinking: 'never', kernel: 'avx512' },
+      stats: { running: 0, paused: 0, waiting: 0, kv_tokens_used: 0, kv_tokens_budget: 8192, tokens_per_second: 0 } }),
     list_conversations: [],
     model_catalog: [],
     server_status: { state: 'off' },
@@ -53,6 +58,11 @@ test('Settings lists the models on this computer, says which run, and switches t
   await page.waitForFunction(() => window.__used);
   assert.equal(await page.evaluate(() => window.__used), '/lms/pub/repo/Qwen3-4B-Q4_K_M.gguf');
   await page.getByTestId('model-name').filter({ hasText: 'Qwen3 4B' }).waitFor();
+  // The status bar follows the load at once, with how far the weights have got.
+  await page.getByTestId('status-load-progress').waitFor();
+  assert.equal(await page.getByTestId('status-loading').textContent(), 'Loading Qwen3-4B-Q4_K_M.gguf…');
+  assert.equal(await page.getByTestId('status-load-progress').textContent(), 'weights read and packed: 41 % (1.02 GB of 2.50 GB)');
+  assert.deepEqual(await page.getByTestId('status-load-bar').evaluate((e) => [e.value, e.max]), [1.025e9, 2.5e9]);
 
   assert.equal(await page.getByTestId('model-folder').textContent().then((s) => s.includes('/home/u/models')), true);
   await page.getByTestId('model-folder-remove').click();

@@ -4,16 +4,20 @@ pub mod commands;
 
 use crate::core::error::CommandError;
 use crate::core::settings::Settings;
-use ponder_engine::{Engine, EngineConfig, EngineStats, LoadOptions, ModelInfo};
+use ponder_engine::{Engine, EngineConfig, EngineStats, LoadOptions, LoadProgress, ModelInfo};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 
 enum Slot {
     Empty,
-    Loading(PathBuf),
+    /// With how far the weights have got, once the loader has said.
+    Loading(PathBuf, Option<LoadProgress>),
     Ready(Arc<Engine>),
-    Failed { path: PathBuf, error: CommandError },
+    Failed {
+        path: PathBuf,
+        error: CommandError,
+    },
 }
 
 /// What the status bar shows.
@@ -22,7 +26,7 @@ enum Slot {
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum EngineStatus {
     Empty,
-    Loading { path: String },
+    Loading { path: String, progress: Option<LoadProgress> },
     Ready { model: ModelInfo, stats: EngineStats },
     Failed { path: String, error: CommandError },
 }
@@ -80,15 +84,27 @@ impl EngineState {
         {
             let mut slot = self.slot.lock().unwrap();
             match &*slot {
-                Slot::Loading(p) if *p == path => return,
+                Slot::Loading(p, _) if *p == path => return,
                 Slot::Ready(e) if e.info().path == path => return,
                 _ => {}
             }
-            *slot = Slot::Loading(path.clone());
+            *slot = Slot::Loading(path.clone(), None);
         }
         let this = self.clone();
         let config = EngineConfig { max_seqs: settings.max_sequences, kv_cache: settings.kv_cache, ..EngineConfig::default() };
-        let options = LoadOptions { max_context: Some(settings.context_size), ..Default::default() };
+        // The status bar's progress line; a newer load's slot is left alone.
+        let (weak, loading) = (Arc::downgrade(self), path.clone());
+        let on_progress: ponder_engine::ProgressFn = Arc::new(move |progress| {
+            let Some(this) = weak.upgrade() else { return };
+            let mut slot = this.slot.lock().unwrap();
+            if let Slot::Loading(p, shown) = &mut *slot {
+                if *p == loading {
+                    *shown = Some(progress);
+                }
+            }
+        });
+        let options =
+            LoadOptions { max_context: Some(settings.context_size), on_progress: Some(on_progress), ..Default::default() };
         std::thread::Builder::new()
             .name("ponder-load".into())
             .spawn(move || {
@@ -97,8 +113,11 @@ impl EngineState {
                     let _ = std::fs::write(marker, path.display().to_string());
                 }
                 // A panic while loading is this model's error, not the app's end.
-                let result =
-                    std::panic::catch_unwind(|| ponder_engine::load(&path, &options).and_then(|m| Engine::start(m, config)));
+                // (Asserted: a panic drops the half-loaded model, and the progress callback
+                // only ever sets a value under the slot's lock.)
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    ponder_engine::load(&path, &options).and_then(|m| Engine::start(m, config))
+                }));
                 if let Some(marker) = &this.marker {
                     let _ = std::fs::remove_file(marker);
                 }
@@ -116,7 +135,7 @@ impl EngineState {
                 };
                 let mut slot = this.slot.lock().unwrap();
                 // A newer load request wins over this one.
-                if matches!(&*slot, Slot::Loading(p) if *p == path) {
+                if matches!(&*slot, Slot::Loading(p, _) if *p == path) {
                     let ready = result.is_ok();
                     *slot = match result {
                         Ok(engine) => Slot::Ready(Arc::new(engine)),
@@ -140,7 +159,7 @@ impl EngineState {
         let mut slot = self.slot.lock().unwrap();
         loop {
             match &*slot {
-                Slot::Loading(_) => slot = self.changed.wait(slot).unwrap(),
+                Slot::Loading(..) => slot = self.changed.wait(slot).unwrap(),
                 Slot::Ready(engine) => return Ok(engine.clone()),
                 Slot::Empty => return Err(CommandError::coded("engine.no_model", "no model is loaded", &[])),
                 Slot::Failed { error, .. } => return Err(error.clone()),
@@ -152,7 +171,7 @@ impl EngineState {
     pub fn model_path(&self) -> Option<PathBuf> {
         match &*self.slot.lock().unwrap() {
             Slot::Empty | Slot::Failed { .. } => None,
-            Slot::Loading(p) => Some(p.clone()),
+            Slot::Loading(p, _) => Some(p.clone()),
             Slot::Ready(e) => Some(e.info().path.clone()),
         }
     }
@@ -160,7 +179,7 @@ impl EngineState {
     pub fn status(&self) -> EngineStatus {
         match &*self.slot.lock().unwrap() {
             Slot::Empty => EngineStatus::Empty,
-            Slot::Loading(p) => EngineStatus::Loading { path: p.display().to_string() },
+            Slot::Loading(p, progress) => EngineStatus::Loading { path: p.display().to_string(), progress: *progress },
             Slot::Ready(e) => EngineStatus::Ready { model: e.info().clone(), stats: e.stats() },
             Slot::Failed { path, error } => EngineStatus::Failed { path: path.display().to_string(), error: error.clone() },
         }
@@ -219,5 +238,22 @@ mod tests {
         }
         assert!(remembered.load(Ordering::SeqCst));
         assert!(!marker.exists());
+    }
+
+    #[test]
+    fn while_a_model_loads_the_status_says_how_far_its_weights_have_got() {
+        let settings = Settings { max_sequences: 1, context_size: 512, ..Settings::default() };
+        let engine = Arc::new(EngineState::default());
+        engine.load(small_model(), &settings);
+        let mut seen = Vec::new();
+        while let EngineStatus::Loading { progress, .. } = engine.status() {
+            seen.extend(progress.map(|p| (p.done_bytes, p.total_bytes)));
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        assert!(matches!(engine.status(), EngineStatus::Ready { .. }));
+        // The load takes about a second; tensors arrive every few milliseconds.
+        let partway = seen.iter().filter(|(done, total)| 0 < *done && done < total).count();
+        assert!(partway >= 3, "{seen:?}");
+        assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0), "{seen:?}");
     }
 }
