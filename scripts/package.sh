@@ -39,7 +39,14 @@ mkdir -p "$scratch/target/release"
 cp "$release/ponder-app" "$scratch/target/release/"
 cd "$root"
 CARGO_TARGET_DIR="$scratch/target" ui/node_modules/.bin/tauri bundle --ci --bundles deb --config "$config" >&2
+
+# The bundler appends its own unversioned `libwebkit2gtk-4.1-0, libgtk-3-0` to the list; the
+# package says each dependency once, as dpkg-shlibdeps gave it.
+built="$(ls "$scratch"/target/release/bundle/deb/*.deb)"
+tree="$scratch/tree"
+dpkg-deb -R "$built" "$tree"
+sed -i "s/^Depends: .*/Depends: $depends/" "$tree/DEBIAN/control"
 rm -rf "$release/bundle/deb"
 mkdir -p "$release/bundle/deb"
-mv "$scratch"/target/release/bundle/deb/*.deb "$release/bundle/deb/"
+dpkg-deb --root-owner-group -Zxz -b "$tree" "$release/bundle/deb/$(basename "$built")" >/dev/null
 ls "$release"/bundle/deb/*.deb

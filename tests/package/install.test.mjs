@@ -1,5 +1,6 @@
 // The Debian package as a user gets it: `apt-get install ./Ponder_….deb` (from `make package`),
-// the installed app opened under Xvfb as a new user (an empty home folder), then removed again.
+// refused on a CPU the binaries cannot run on, the installed app opened under Xvfb as a new user
+// (an empty home folder), then removed again.
 // It installs system-wide, so it needs root (or sudo) and replaces an installed `ponder`.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,17 +20,24 @@ function packagePath() {
 }
 
 /// apt-get as root, or through sudo, with no package sources: it can only use what is installed
-/// (`scripts/setup-apt.sh` installs every dependency), so it never reaches the network.
-function apt(...args) {
+/// (`scripts/setup-apt.sh` installs every dependency), so it never reaches the network. `env` adds
+/// to the environment the package's scripts see.
+function aptRun(env, ...args) {
   const none = fs.mkdtempSync(path.join(os.tmpdir(), 'ponder-apt-'));
   fs.writeFileSync(path.join(none, 'sources.list'), '');
-  const cmd = process.getuid() === 0 ? ['apt-get'] : ['sudo', '-n', 'apt-get'];
+  const cmd = process.getuid() === 0 ? ['apt-get'] : ['sudo', '-n', '--preserve-env=PONDER_CPUINFO', 'apt-get'];
   const offline = ['-o', `Dir::Etc::SourceList=${none}/sources.list`, '-o', `Dir::Etc::SourceParts=${none}`];
   const r = spawnSync(cmd[0], [...cmd.slice(1), '-y', '-q', ...offline, ...args], {
-    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive', ...env },
     encoding: 'utf8',
   });
   fs.rmSync(none, { recursive: true, force: true });
+  return r;
+}
+
+function apt(...args) {
+  const r = aptRun({}, ...args);
+  const cmd = process.getuid() === 0 ? ['apt-get'] : ['sudo', 'apt-get'];
   assert.equal(r.status, 0, `${cmd.join(' ')} ${args.join(' ')} failed:\n${r.stdout}\n${r.stderr}`);
   return r.stdout;
 }
@@ -43,6 +51,20 @@ test('the .deb installs, the installed app opens on the first-run screen, and it
   // The dependency list comes from the binaries' real library needs.
   assert.match(fields, /libwebkit2gtk-4\.1-0 \(>= [\d.]+\)/);
   assert.match(fields, /libc6 \(>= [\d.]+\)/);
+  const names = fields.match(/^Depends: (.*)$/m)[1].split(',').map((d) => d.trim().split(' ')[0]);
+  assert.deepEqual(names, [...new Set(names)], 'each dependency is listed once');
+
+  // On a CPU without AVX2 the binaries could not start: the package refuses to install, and
+  // says why. (A copy of this CPU's flags without avx2 and fma stands in for such a CPU.)
+  const flags = fs.readFileSync('/proc/cpuinfo', 'utf8').split('\n').find((l) => l.startsWith('flags'));
+  const older = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ponder-cpu-')), 'cpuinfo');
+  fs.writeFileSync(older, flags.replace(/ (avx2|fma)(?= |$)/g, '') + '\n');
+  const refused = aptRun({ PONDER_CPUINFO: older }, 'install', '--no-install-recommends', deb);
+  assert.notEqual(refused.status, 0, refused.stdout);
+  assert.match(refused.stderr + refused.stdout, /Ponder cannot run on this computer: it needs an x86-64 CPU with AVX2 .* this CPU lacks: avx2 fma/);
+  assert.ok(!installed(), 'nothing is installed on such a CPU');
+  assert.ok(!fs.existsSync('/usr/bin/ponder-app'));
+  fs.rmSync(path.dirname(older), { recursive: true, force: true });
 
   apt('install', '--no-install-recommends', deb);
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'ponder-package-home-'));
