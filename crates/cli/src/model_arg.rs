@@ -1,7 +1,9 @@
-//! Which model a command uses.
+//! Which model a command uses, and loading it.
 use anyhow::{bail, Result};
-use ponder_engine::{catalog, download};
-use std::path::PathBuf;
+use ponder_engine::{catalog, download, LoadOptions, LoadedModel};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// `--model` if given (a path, or the name of a downloaded catalogue model such as
 /// `qwen3-1.7b`), else the default model from the Hugging Face cache.
@@ -20,4 +22,30 @@ pub fn resolve(model: Option<PathBuf>) -> Result<PathBuf> {
         Some(p) => Ok(p),
         None => bail!("no model: pass --model FILE.gguf, or download the default model with `ponder models pull`"),
     }
+}
+
+/// Loads `path` with the context capped at `max_context`. On a terminal, a line on standard error
+/// follows the load (a big model takes a while) and is cleared once it is done; piped output
+/// gets nothing.
+pub fn load(path: &Path, max_context: usize) -> Result<LoadedModel> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let on_progress = std::io::stderr().is_terminal().then(|| {
+        let last = std::sync::Mutex::new(u64::MAX);
+        let show: ponder_engine::ProgressFn = Arc::new(move |p: ponder_engine::LoadProgress| {
+            let percent = (p.done_bytes * 100).checked_div(p.total_bytes).unwrap_or(0);
+            let mut last = last.lock().unwrap();
+            if *last != percent {
+                *last = percent;
+                let _ = write!(std::io::stderr(), "\rloading {name}: {percent} %");
+            }
+        });
+        show
+    });
+    let shown = on_progress.is_some();
+    let loaded = ponder_engine::load(path, &LoadOptions { max_context: Some(max_context), on_progress, ..Default::default() });
+    if shown {
+        // Back to the start of the line, and clear it.
+        let _ = write!(std::io::stderr(), "\r\x1b[2K");
+    }
+    Ok(loaded?)
 }

@@ -1,7 +1,5 @@
 use anyhow::{Context, Result};
-use ponder_engine::{
-    Channel, Engine, EngineConfig, Event, GenerateRequest, KvCacheType, LoadOptions, Message, Priority, SamplingParams,
-};
+use ponder_engine::{Channel, Engine, EngineConfig, Event, GenerateRequest, KvCacheType, Message, Priority, SamplingParams};
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 
@@ -43,7 +41,7 @@ pub fn run(args: Args, model: Option<PathBuf>, kv_cache: KvCacheType) -> Result<
     let question = question.trim();
     anyhow::ensure!(!question.is_empty(), "no question given");
     let path = crate::model_arg::resolve(model)?;
-    let loaded = ponder_engine::load(&path, &LoadOptions { max_context: Some(32768), ..Default::default() })?;
+    let loaded = crate::model_arg::load(&path, 32768)?;
     let engine = Engine::start(loaded, EngineConfig { kv_cache, ..Default::default() })?;
     let info = engine.info();
     let kernels = info.kernel.map_or("candle's", |k| k.label());

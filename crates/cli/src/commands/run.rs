@@ -1,6 +1,6 @@
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use ponder_engine::{Engine, EngineConfig, KvCacheType, LoadOptions};
+use ponder_engine::{Engine, EngineConfig, KvCacheType};
 use ponder_jobs::backend::{Backend, LocalBackend};
 use ponder_jobs::remote::{RemoteBackend, RemoteConfig};
 use ponder_jobs::report::{self, ExportFormat};
@@ -143,7 +143,7 @@ pub fn run(args: Args, model: Option<PathBuf>, kv_cache: KvCacheType, interrupte
             }
             None => {
                 let path = crate::model_arg::resolve(model)?;
-                let loaded = ponder_engine::load(&path, &LoadOptions { max_context: Some(32768), ..Default::default() })?;
+                let loaded = crate::model_arg::load(&path, 32768)?;
                 engine = Engine::start(loaded, EngineConfig { max_seqs, kv_cache, ..Default::default() })?;
                 Box::new(LocalBackend { engine: &engine, max_seqs })
             }

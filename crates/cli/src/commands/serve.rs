@@ -1,5 +1,5 @@
 use anyhow::Result;
-use ponder_engine::{Engine, EngineConfig, KvCacheType, LoadOptions};
+use ponder_engine::{Engine, EngineConfig, KvCacheType};
 use ponder_server::ServerConfig;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -35,7 +35,7 @@ pub fn run(args: Args, defaults: &crate::config::ServeConfig, model: Option<Path
     config.max_waiting = args.max_waiting;
     config.validate()?;
     let path = crate::model_arg::resolve(model)?;
-    let loaded = ponder_engine::load(&path, &LoadOptions { max_context: Some(args.context), ..Default::default() })?;
+    let loaded = crate::model_arg::load(&path, args.context)?;
     config.model_name = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
     let engine = Arc::new(Engine::start(loaded, EngineConfig { max_seqs: args.max_seqs, kv_cache, ..Default::default() })?);
     eprintln!("ponder: serving {} on http://{}/v1", config.model_name, config.addr);
