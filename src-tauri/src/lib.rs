@@ -3,7 +3,7 @@
 
 mod core;
 
-use core::{chat, engine, files, jobs, model, notices, remote, server, settings};
+use core::{chat, engine, files, jobs, model, notices, print, remote, server, settings};
 use std::sync::Arc;
 use tauri::{Emitter, Manager};
 
@@ -77,6 +77,7 @@ pub fn run() {
             files::commands::pick_model,
             files::commands::pick_save_path,
             files::commands::save_document,
+            print::commands::print_document,
             settings::commands::get_settings,
             settings::commands::save_settings,
             engine::commands::engine_status,

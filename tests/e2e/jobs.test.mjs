@@ -1,13 +1,14 @@
 // A keyed problem set through the real app with real weights: the file arrives the way an OS
 // drop does (Tauri's drag-drop event with its path), is previewed, runs to completion on the
-// 0.5B test model, and every problem gets a verdict. After a restart the job is still listed.
+// 0.5B test model, and every problem gets a verdict; Print prints the report to a PDF through
+// GTK's print dialog. After a restart the job is still listed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { launchApp } from './webdriver.mjs';
+import { launchApp, shotsDir } from './webdriver.mjs';
 
 const models = process.env.PONDER_TEST_MODELS ?? path.join(os.homedir(), '.cache/ponder/test-models');
 const small = path.join(models, 'qwen2.5-coder-0.5b-instruct-q4_k_m.gguf');
@@ -20,7 +21,8 @@ test('jobs: a dropped keyed CSV runs to completion and every problem gets a verd
   fs.writeFileSync(path.join(dataDir, 'settings.json'), JSON.stringify({
     threads: 2, max_sequences: 4, context_size: 2048, temperature: 0, max_tokens: 128,
   }));
-  const env = { PONDER_DATA_DIR: dataDir, PONDER_MODEL: small };
+  // A home folder without a Documents folder: GTK prints to a file in the working folder.
+  const env = { PONDER_DATA_DIR: dataDir, PONDER_MODEL: small, HOME: dataDir };
   let app = await launchApp(env);
   try {
     await app.find('[data-testid=workbench]');
@@ -62,6 +64,19 @@ test('jobs: a dropped keyed CSV runs to completion and every problem gets a verd
     const disputed = report.table.problems.find((p) => p.verdict === 'disputed');
     const shown = report.shown.find((s) => s.problem_idx === disputed.idx);
     assert.ok(shown && /5/.test(shown.answer), JSON.stringify(report.shown));
+    // Print: GTK's print dialog opens over the window, and printing to a file gives the report
+    // as a PDF, with the disputed problem in it.
+    const pdf = path.join(process.cwd(), 'output.pdf');
+    fs.rmSync(pdf, { force: true });
+    try {
+      await app.click('[data-testid=print-report]');
+      fs.mkdirSync(shotsDir, { recursive: true });
+      await app.printToFile(pdf, 'print-dialog');
+      const text = spawnSync('pdftotext', [pdf, '-'], { encoding: 'utf8' }).stdout.replace(/\s+/g, ' ');
+      assert.match(text, /^Validation of arithmetic\.csv 3 problems, 2 samples each .* Needs a look \(1\) 3 · Disputed Question What is 9 - 4\? Key 7 Most common answer 5/, text.slice(0, 400));
+    } finally {
+      fs.rmSync(pdf, { force: true });
+    }
     await app.close();
 
     // Kept in SQLite: the job is listed after a restart.

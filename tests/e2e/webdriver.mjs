@@ -152,6 +152,29 @@ class Session {
     }
     throw new Error(`the "${title}" dialog did not take ${file}`);
   }
+  /// Answers GTK's print dialog the way a user prints to a PDF: the "Print to File" printer (the
+  /// only one on a machine without CUPS), then Print (Alt+P). The file is `output.pdf` in the
+  /// app's working folder where the home folder has no Documents folder; returns once it is
+  /// written and the dialog has gone. `shot` names a screenshot of the dialog, if given.
+  async printToFile(pdf, shot) {
+    const env = { ...process.env, DISPLAY: this.display };
+    const xdo = (...args) => { try { return execFileSync('xdotool', args, { env, stdio: ['ignore', 'pipe', 'ignore'] }).toString(); } catch { return null; } };
+    const visible = () => xdo('search', '--onlyvisible', '--name', '^Print$')?.trim().split('\n')[0] || null;
+    const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+    const win = await waitFor(visible, 'the print dialog');
+    for (let attempt = 0; attempt < 4 && visible(); attempt++) {
+      xdo('windowfocus', '--sync', win);
+      await sleep(600);
+      // The first row of the printer list, under its header (GTK 3's layout).
+      xdo('mousemove', '--window', win, '82', '86');
+      xdo('click', '1');
+      await sleep(800);
+      if (shot && attempt === 0) fs.writeFileSync(path.join(shotsDir, `${shot}.png`), execFileSync('import', ['-window', 'root', 'png:-'], { env, maxBuffer: 64 << 20 }));
+      xdo('key', 'alt+p');
+      for (let i = 0; i < 5 && visible(); i++) await sleep(500);
+    }
+    await waitFor(() => !visible() && fs.existsSync(pdf) && fs.statSync(pdf).size > 0, `${pdf} to be printed`);
+  }
   /// Saves a screenshot of the app's window as the X display shows it. WebKitWebDriver's own
   /// screenshot asks the web view for a snapshot, which never came back from a window painted
   /// without compositing (`PONDER_PAINTING=direct`); the display is what a user sees either

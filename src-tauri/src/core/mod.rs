@@ -9,6 +9,7 @@ pub mod jobs;
 pub mod model;
 pub mod notices;
 pub mod paths;
+pub mod print;
 pub mod remote;
 pub mod rendering;
 pub mod server;

@@ -48,6 +48,8 @@ export const files = {
     invoke<string | null>('pick_save_path', { title, fileName, extension }),
   /** Writes a document the window made (a report as HTML) to a path a save dialog granted. */
   saveDocument: (path: string, contents: string) => invoke<void>('save_document', { path, contents }),
+  /** Opens the system's print dialog for a whole document the window made. */
+  printDocument: (html: string, title: string) => invoke<void>('print_document', { html, title }),
 };
 
 // ---- Settings ----

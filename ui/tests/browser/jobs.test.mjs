@@ -76,6 +76,7 @@ const mocks = {
     shown: [{ problem_idx: 1, sample_idx: 0, answer: 'So $3 \\times 3 = \\boxed{9}$.', thinking: 'Three threes make $9$.' },
       { problem_idx: 2, sample_idx: 1, answer: 'Yes, $1$ is prime.', thinking: '' }] }),
   save_document: ({ path, contents }) => { window.__document = { path, contents }; return null; },
+  print_document: ({ html, title }) => { window.__printed = { html, title }; return null; },
 };
 
 
@@ -186,9 +187,14 @@ test('jobs: dropped files are previewed, run with live progress, and reported wi
   await report.screenshot({ path: path.join(shots, 'html-report.png'), fullPage: true });
   await report.close();
 
-  // Print: the same report, in a frame the print dialog reads.
+  // Print: the same document goes to the print dialog.
   await page.getByTestId('print-report').click();
-  await page.waitForFunction(() => document.querySelector('iframe[data-testid=print-frame]')?.srcdoc.includes('Needs a look (2)'));
+  await page.waitForFunction(() => window.__printed);
+  // (The same as the saved file but for the minute it was made at.)
+  const undated = (html) => html.replace(/made with Ponder on [^<]*/, '');
+  const printed = await page.evaluate(() => window.__printed);
+  assert.equal(printed.title, 'Validation of algebra.csv');
+  assert.equal(undated(printed.html), undated(html));
   await page.close();
 });
 
