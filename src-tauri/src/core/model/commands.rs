@@ -32,7 +32,7 @@ pub fn open_model(
     Ok(ModelStatus::Ready { info })
 }
 
-/// Loads `path` in place of the current model (the status bar says it is loading), and
+/// Loads `path` in place of the current model (the status bar shows the load's progress), and
 /// remembers it once it has loaded: a model that fails (or takes the app down) is not the one
 /// the next launch opens.
 fn load_and_remember(
