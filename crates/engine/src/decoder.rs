@@ -12,6 +12,7 @@ use crate::attention;
 use crate::family::Family;
 use crate::kquants::{KQuantKernels, KQuantMatrix};
 use crate::kv_cache::{KvCacheType, SeqCache};
+use crate::legacy_quants::LegacyMatrix;
 use crate::rope::{Rope, RopeScaling, RopeStyle};
 use crate::rowwise;
 use candle_core::quantized::{gguf_file, GgmlDType, QMatMul, QTensor};
@@ -43,20 +44,27 @@ impl DecoderConfig {
     }
 }
 
-/// The weights of a linear layer. K-quant blocks go through Ponder's own kernels (see
-/// [`crate::kquants`]); other formats and dense weights through candle.
+/// The weights of a linear layer. K-quant blocks and the 32-value Q8_0, Q5_0 and Q4_0 blocks
+/// go through Ponder's own kernels (see [`crate::kquants`], [`crate::legacy_quants`]); other
+/// formats and dense weights through candle.
 #[derive(Debug, Clone)]
 enum Weights {
     KQuant(KQuantMatrix),
+    Legacy(LegacyMatrix),
     Candle(QMatMul),
 }
 
 impl Weights {
     fn quantized(q: Arc<QTensor>, kernels: KQuantKernels) -> candle_core::Result<Self> {
-        match KQuantMatrix::new(q.clone()).filter(|_| kernels == KQuantKernels::Ponder) {
-            Some(m) => Ok(Self::KQuant(m)),
-            None => Ok(Self::Candle(QMatMul::from_arc(q)?)),
+        if kernels == KQuantKernels::Ponder {
+            if let Some(m) = KQuantMatrix::new(q.clone()) {
+                return Ok(Self::KQuant(m));
+            }
+            if let Some(m) = LegacyMatrix::new(q.clone()) {
+                return Ok(Self::Legacy(m));
+            }
         }
+        Ok(Self::Candle(QMatMul::from_arc(q)?))
     }
 }
 
@@ -73,19 +81,27 @@ impl Linear {
         Ok(y)
     }
 
-    /// Several layers over the same input (q, k, v; gate, up): with Ponder's kernels they share
-    /// one quantization of `x` and one parallel pass.
+    /// Several layers over the same input (q, k, v; gate, up): with Ponder's kernels, layers of
+    /// one kind share one quantization of `x` (and K-quants one parallel pass).
     fn forward_all<const N: usize>(layers: [&Linear; N], x: &Tensor) -> candle_core::Result<[Tensor; N]> {
         let kquant: Option<Vec<&KQuantMatrix>> = layers
             .iter()
             .map(|l| match &l.weight {
                 Weights::KQuant(m) => Some(m),
-                Weights::Candle(_) => None,
+                _ => None,
             })
             .collect();
-        let ys = match kquant {
-            Some(mats) => KQuantMatrix::forward_all(&mats, x)?,
-            None => layers.iter().map(|l| l.matmul(x)).collect::<candle_core::Result<_>>()?,
+        let legacy: Option<Vec<&LegacyMatrix>> = layers
+            .iter()
+            .map(|l| match &l.weight {
+                Weights::Legacy(m) => Some(m),
+                _ => None,
+            })
+            .collect();
+        let ys = match (kquant, legacy) {
+            (Some(mats), _) => KQuantMatrix::forward_all(&mats, x)?,
+            (_, Some(mats)) => LegacyMatrix::forward_all(&mats, x)?,
+            _ => layers.iter().map(|l| l.matmul(x)).collect::<candle_core::Result<_>>()?,
         };
         let ys = ys
             .into_iter()
@@ -101,6 +117,7 @@ impl Linear {
     fn matmul(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         match &self.weight {
             Weights::KQuant(w) => w.forward(x),
+            Weights::Legacy(w) => w.forward(x),
             Weights::Candle(w @ QMatMul::QTensor(q)) if q.dtype() == GgmlDType::Q6K && x.dim(0)? == 1 => {
                 // candle multiplies one row by Q6_K weights with another kernel than several
                 // rows, and the two round differently: a lone row is paired with itself so a

@@ -16,6 +16,7 @@ pub mod family;
 pub mod gguf_edit;
 pub mod kquants;
 pub mod kv_cache;
+pub mod legacy_quants;
 pub mod loader;
 pub mod local_models;
 mod parallel;

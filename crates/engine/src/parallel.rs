@@ -33,6 +33,32 @@ impl<'a> Disjoint<'a> {
     }
 }
 
+/// The `(m, n)` result, written by tasks that each own a range of its columns (weight rows):
+/// each result goes straight to its place, with no per-task buffer to transpose afterwards.
+pub struct Columns<'a> {
+    out: Disjoint<'a>,
+    n: usize,
+}
+
+impl<'a> Columns<'a> {
+    pub fn new(out: &'a mut [f32], n: usize) -> Self {
+        Self { out: Disjoint::new(out), n }
+    }
+
+    /// Writes `vs` to columns `col..col + vs.len()` of `row`.
+    ///
+    /// # Safety
+    /// No other thread writes these columns while this task runs.
+    pub unsafe fn set(&self, row: usize, col: usize, vs: &[f32]) {
+        // SAFETY: the caller guarantees that no other task writes these columns; the range is checked against the buffer by `slice`.
+        unsafe {
+            assert!(col + vs.len() <= self.n);
+            let at = row * self.n + col;
+            self.out.slice(at..at + vs.len()).copy_from_slice(vs);
+        }
+    }
+}
+
 /// Runs `f` over chunks of `0..items` on candle's threads, the caller's included.
 ///
 /// `f` must not run candle tensor operations: they would wait for the pool that is running `f`.

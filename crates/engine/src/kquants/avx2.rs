@@ -5,9 +5,9 @@
 use super::{scale_min_k4, Q4K_BYTES, Q6K_BYTES, Q8K};
 use std::arch::x86_64::*;
 
-/// The f16 at `p` (unaligned), as f32. Shared by the x86 kernels.
+/// The f16 at `p` (unaligned), as f32. Shared by the x86 kernels (and [`crate::legacy_quants`]).
 #[inline(always)]
-pub(super) unsafe fn f16_ptr(p: *const u8) -> f32 {
+pub(crate) unsafe fn f16_ptr(p: *const u8) -> f32 {
     // SAFETY: the caller gives two readable bytes at `p` on a CPU with F16C (every caller is a `target_feature` kernel).
     unsafe { _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(std::ptr::read_unaligned(p as *const u16) as i32))) }
 }

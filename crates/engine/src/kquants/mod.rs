@@ -12,13 +12,13 @@
 //! bits do not depend on the kernel, nor on the other rows of its batch.
 
 #[cfg(target_arch = "x86_64")]
-mod avx2;
+pub(crate) mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 pub mod packed;
 pub mod reference;
 
-use crate::parallel::{self, Disjoint};
+use crate::parallel::{self, Columns};
 use candle_core::quantized::{GgmlDType, QStorage, QTensor};
 use candle_core::{Device, Tensor};
 
@@ -464,32 +464,6 @@ fn matmul_packed(parts: &[Part], k: usize, xs: &[f32], m: usize) -> Vec<Vec<f32>
         }
     });
     outs
-}
-
-/// The `(m, n)` result, written by tasks that each own a range of its columns (weight rows):
-/// each result goes straight to its place, with no per-task buffer to transpose afterwards.
-struct Columns<'a> {
-    out: Disjoint<'a>,
-    n: usize,
-}
-
-impl<'a> Columns<'a> {
-    fn new(out: &'a mut [f32], n: usize) -> Self {
-        Self { out: Disjoint::new(out), n }
-    }
-
-    /// Writes `vs` to columns `col..col + vs.len()` of `row`.
-    ///
-    /// # Safety
-    /// No other thread writes these columns while this task runs.
-    unsafe fn set(&self, row: usize, col: usize, vs: &[f32]) {
-        // SAFETY: the caller guarantees that no other task writes these columns; the range is checked against the buffer by `slice`.
-        unsafe {
-            assert!(col + vs.len() <= self.n);
-            let at = row * self.n + col;
-            self.out.slice(at..at + vs.len()).copy_from_slice(vs);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,332 @@
+//! Matrix products over GGUF's 32-value block formats: Q8_0, Q5_0 and Q4_0, which ggml calls
+//! its legacy quants.
+//!
+//! llama.cpp still writes them: Q8_0 models are common, and a K-quant file falls back to Q5_0
+//! and Q8_0 for any tensor whose rows are not a multiple of 256 values (all but the FFN's
+//! down projection in Qwen2.5 0.5B, whose hidden size is 896). candle's kernels for these
+//! formats pick their SIMD at compile time, so a binary built for every x86-64 CPU would run
+//! them without it. These choose AVX2 at run time, as [`crate::kquants`] does.
+//!
+//! As in ggml, activations are quantized to Q8_0 (32 values, one scale). Each block's product
+//! is eight exact integer sums (values 4l..4l+3 for lane l), which every kernel turns into
+//! floats the same way: lane l of an eight-lane accumulator gains the block's scale times its
+//! sum (a multiply, then an add: no fused multiply-add, which CPUs without FMA do in software),
+//! and the lanes are added in one fixed tree at the end ([`reference`]). So every kernel
+//! returns the same bits, and a row's result does not depend on the rows batched with it.
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+pub mod reference;
+
+use crate::kquants::Kernel;
+use crate::parallel::{self, Columns};
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::{Device, Tensor};
+use std::sync::Arc;
+
+/// Values per block, in every format here.
+pub const QK: usize = 32;
+
+/// The block formats these kernels read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// A f16 scale and 32 signed bytes.
+    Q8_0,
+    /// A f16 scale, the 32 values' fifth bits, and their low four bits; values are offset by 16.
+    Q5_0,
+    /// A f16 scale and 32 four-bit values offset by 8.
+    Q4_0,
+}
+
+impl Format {
+    pub fn from_ggml(dtype: GgmlDType) -> Option<Self> {
+        match dtype {
+            GgmlDType::Q8_0 => Some(Self::Q8_0),
+            GgmlDType::Q5_0 => Some(Self::Q5_0),
+            GgmlDType::Q4_0 => Some(Self::Q4_0),
+            _ => None,
+        }
+    }
+
+    pub fn block_bytes(self) -> usize {
+        match self {
+            Self::Q8_0 => 34,
+            Self::Q5_0 => 22,
+            Self::Q4_0 => 18,
+        }
+    }
+}
+
+/// 32 activations as 8-bit integers with one scale (ggml's `block_q8_0`, its scale widened
+/// from the f16 it is stored as).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C)]
+pub struct Q8Block {
+    pub d: f32,
+    pub qs: [i8; QK],
+}
+
+impl Q8Block {
+    /// ggml's quantization: the scale maps the largest magnitude to 127, values round half away
+    /// from zero, and the scale is kept at f16 precision (as ggml stores it) for the products.
+    pub fn quantize(xs: &[f32; QK]) -> Self {
+        let amax = xs.iter().fold(0f32, |m, x| m.max(x.abs()));
+        let d = amax / 127.0;
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        let qs = std::array::from_fn(|i| (xs[i] * id).round().clamp(-127.0, 127.0) as i8);
+        Self { d: half::f16::from_f32(d).to_f32(), qs }
+    }
+
+    /// A row (a multiple of 32 values) block by block.
+    pub fn quantize_row(xs: &[f32]) -> Vec<Self> {
+        xs.chunks_exact(QK).map(|b| Self::quantize(b.try_into().unwrap())).collect()
+    }
+}
+
+/// How many activation rows one kernel call takes at most: the weights of a block are unpacked
+/// once for all of them.
+pub const MAX_ROWS: usize = 4;
+
+/// Dots of one weight row (`blocks` blocks as in the file) with up to [`MAX_ROWS`] activation
+/// rows. Called once per weight row, so it checks without dividing.
+pub fn dot_rows(kernel: Kernel, format: Format, w: &[u8], blocks: usize, acts: &[&[Q8Block]], out: &mut [f32]) {
+    assert!(acts.len() <= MAX_ROWS && acts.len() == out.len() && w.len() == blocks * format.block_bytes());
+    assert!(acts.iter().all(|a| a.len() >= blocks));
+    match kernel {
+        Kernel::Reference => {
+            for (a, o) in acts.iter().zip(out.iter_mut()) {
+                *o = reference::dot(format, w, a);
+            }
+        }
+        // SAFETY: `Kernel::chosen` only picks AVX2 or AVX-512 (which implies it) on a CPU that
+        // has AVX2, FMA and F16C; the shapes are checked above.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 | Kernel::Avx512 => unsafe {
+            macro_rules! go {
+                ($f:expr) => {
+                    match acts.len() {
+                        1 => avx2::dot::<1, { $f }>(w, blocks, acts, out),
+                        2 => avx2::dot::<2, { $f }>(w, blocks, acts, out),
+                        3 => avx2::dot::<3, { $f }>(w, blocks, acts, out),
+                        4 => avx2::dot::<4, { $f }>(w, blocks, acts, out),
+                        _ => {}
+                    }
+                };
+            }
+            match format {
+                Format::Q8_0 => go!(avx2::Q8_0),
+                Format::Q5_0 => go!(avx2::Q5_0),
+                Format::Q4_0 => go!(avx2::Q4_0),
+            }
+        },
+        #[cfg(not(target_arch = "x86_64"))]
+        _ => unreachable!("only the reference kernel exists off x86-64"),
+    }
+}
+
+/// The activations quantized to Q8_0, one row per input row (in parallel for many).
+fn quantize_rows(xs: &[f32], k: usize, m: usize) -> Vec<Vec<Q8Block>> {
+    parallel::map_when(m > 4, m, |i| Q8Block::quantize_row(&xs[i * k..(i + 1) * k]))
+}
+
+/// `(m, k)` activations times the `(n, k)` weights in `w` (GGUF blocks), transposed: an `(m, n)`
+/// row-major result. Threads split the weight rows; each is read once for all `m` rows.
+pub fn matmul(kernel: Kernel, format: Format, w: &[u8], n: usize, k: usize, xs: &[f32], m: usize) -> Vec<f32> {
+    assert_eq!(xs.len(), m * k);
+    let acts = quantize_rows(xs, k, m);
+    matmul_parts(kernel, &[Part { format, w, n }], k, &acts).remove(0)
+}
+
+/// One weight matrix of a product: `n` rows of GGUF blocks.
+struct Part<'a> {
+    format: Format,
+    w: &'a [u8],
+    n: usize,
+}
+
+/// The quantized activations times each part, in one parallel pass over all the parts' rows:
+/// one hand-off to the threads per product instead of one per matrix.
+fn matmul_parts(kernel: Kernel, parts: &[Part], k: usize, acts: &[Vec<Q8Block>]) -> Vec<Vec<f32>> {
+    let blocks = k / QK;
+    for p in parts {
+        assert_eq!(p.w.len(), p.n * blocks * p.format.block_bytes(), "weight bytes do not match {}×{k}", p.n);
+    }
+    let acts: Vec<&[Q8Block]> = acts.iter().map(|a| a.as_slice()).collect();
+    let mut outs: Vec<Vec<f32>> = parts.iter().map(|p| vec![0f32; acts.len() * p.n]).collect();
+    let columns: Vec<Columns> = outs.iter_mut().zip(parts).map(|(o, p)| Columns::new(o, p.n)).collect();
+    // Every part's rows in one list: part `i`'s start at `starts[i]`.
+    let starts: Vec<usize> = parts.iter().scan(0, |at, p| Some(std::mem::replace(at, *at + p.n))).collect();
+    let total = parts.iter().map(|p| p.n).sum();
+    parallel::for_chunks(total, |items| {
+        let mut res = [0f32; MAX_ROWS];
+        for item in items {
+            let pi = starts.partition_point(|&s| s <= item) - 1;
+            let (part, j) = (&parts[pi], item - starts[pi]);
+            let row_bytes = blocks * part.format.block_bytes();
+            let row = &part.w[j * row_bytes..(j + 1) * row_bytes];
+            for (c, a) in acts.chunks(MAX_ROWS).enumerate() {
+                dot_rows(kernel, part.format, row, blocks, a, &mut res[..a.len()]);
+                for (l, &v) in res[..a.len()].iter().enumerate() {
+                    // SAFETY: this task alone handles row `j` of part `pi`, so that column.
+                    unsafe { columns[pi].set(c * MAX_ROWS + l, j, &[v]) };
+                }
+            }
+        }
+    });
+    outs
+}
+
+/// A weight matrix of `n` rows by `k` columns in one of these formats, read as loaded.
+#[derive(Debug, Clone)]
+pub struct LegacyMatrix {
+    tensor: Arc<QTensor>,
+    format: Format,
+    n: usize,
+    k: usize,
+}
+
+impl LegacyMatrix {
+    /// The matrix, if its format is one of ours and it lives in CPU memory.
+    pub fn new(tensor: Arc<QTensor>) -> Option<Self> {
+        let format = Format::from_ggml(tensor.dtype())?;
+        let (n, k) = tensor.shape().dims2().ok()?;
+        if !matches!(tensor.device(), Device::Cpu) || k % QK != 0 {
+            return None;
+        }
+        Some(Self { tensor, format, n, k })
+    }
+
+    /// `x (m, k)` times the transposed weights: `(m, n)`.
+    pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        Ok(Self::forward_all(&[self], x)?.remove(0))
+    }
+
+    /// `x (m, k)` times each matrix (all `k` columns wide), quantizing `x` once and sharing one
+    /// parallel pass.
+    pub fn forward_all(mats: &[&Self], x: &Tensor) -> candle_core::Result<Vec<Tensor>> {
+        let (m, k) = x.dims2()?;
+        if let Some(w) = mats.iter().find(|w| w.k != k) {
+            candle_core::bail!("matmul of {k} columns against a {}×{} weight", w.n, w.k);
+        }
+        let xs = x.to_dtype(candle_core::DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+        let acts = quantize_rows(&xs, k, m);
+        let data = mats.iter().map(|w| w.tensor.data()).collect::<candle_core::Result<Vec<_>>>()?;
+        let parts: Vec<Part> = mats.iter().zip(&data).map(|(w, d)| Part { format: w.format, w: d, n: w.n }).collect();
+        let outs = matmul_parts(Kernel::chosen(), &parts, k, &acts);
+        outs.into_iter().zip(mats).map(|(o, w)| Tensor::from_vec(o, (m, w.n), x.device())).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::quantized::QMatMul;
+    use candle_core::Module;
+    use rand::{Rng, SeedableRng};
+
+    const FORMATS: [GgmlDType; 3] = [GgmlDType::Q8_0, GgmlDType::Q5_0, GgmlDType::Q4_0];
+
+    /// A random `(n, k)` matrix quantized by candle (real ggml blocks), and activations with a
+    /// few large values, as real hidden states have.
+    fn case(format: GgmlDType, n: usize, k: usize, m: usize, seed: u64) -> (QTensor, Vec<f32>) {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let w: Vec<f32> = (0..n * k).map(|_| rng.random_range(-1.0f32..1.0) * rng.random_range(0.0f32..0.1)).collect();
+        let q = QTensor::quantize(&Tensor::from_vec(w, (n, k), &Device::Cpu).unwrap(), format).unwrap();
+        let x = (0..m * k)
+            .map(|i| if i % 97 == 0 { rng.random_range(-20.0f32..20.0) } else { rng.random_range(-1.0f32..1.0) })
+            .collect();
+        (q, x)
+    }
+
+    fn max_rel(a: &[f32], b: &[f32]) -> f32 {
+        let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-6);
+        a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
+    }
+
+    #[test]
+    fn activations_quantize_as_candles_q8_0() {
+        let (_, x) = case(GgmlDType::Q8_0, 1, 96, 1, 1);
+        let mut x = x;
+        x[40..72].fill(0.0); // an all-zero block
+        let theirs = QTensor::quantize(&Tensor::from_vec(x.clone(), (1, 96), &Device::Cpu).unwrap(), GgmlDType::Q8_0)
+            .unwrap()
+            .data()
+            .unwrap()
+            .into_owned();
+        for (i, b) in Q8Block::quantize_row(&x).iter().enumerate() {
+            let raw = &theirs[i * 34..(i + 1) * 34];
+            assert_eq!(half::f16::from_le_bytes([raw[0], raw[1]]).to_f32(), b.d, "block {i}");
+            assert!(b.qs.iter().zip(&raw[2..]).all(|(q, r)| *q as u8 == *r), "block {i}");
+        }
+    }
+
+    #[test]
+    fn every_kernel_returns_the_references_bits_close_to_candle() {
+        for m in [1, 3, 6, 13] {
+            for format in FORMATS {
+                // 896 columns: 28 blocks, as in Qwen2.5 0.5B.
+                let (n, k) = (24, 896);
+                let (q, x) = case(format, n, k, m, 7);
+                let f = Format::from_ggml(format).unwrap();
+                let data = q.data().unwrap().into_owned();
+                let xt = Tensor::from_vec(x.clone(), (m, k), &Device::Cpu).unwrap();
+                let candle =
+                    QMatMul::from_qtensor(q).unwrap().forward(&xt).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+                let reference = matmul(Kernel::Reference, f, &data, n, k, &x, m);
+                let err = max_rel(&reference, &candle);
+                assert!(err < 1e-5, "{format:?} m={m} reference vs candle: {err}");
+                for kernel in Kernel::available() {
+                    assert_eq!(matmul(kernel, f, &data, n, k, &x, m), reference, "{format:?} {kernel:?} m={m}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_row_gets_the_same_bits_alone_and_in_any_batch() {
+        for format in FORMATS {
+            let (n, k, m) = (16, 256, 9);
+            let (q, x) = case(format, n, k, m, 11);
+            let f = Format::from_ggml(format).unwrap();
+            let data = q.data().unwrap().into_owned();
+            for kernel in Kernel::available() {
+                let batch = matmul(kernel, f, &data, n, k, &x, m);
+                for r in 0..m {
+                    let alone = matmul(kernel, f, &data, n, k, &x[r * k..(r + 1) * k], 1);
+                    assert_eq!(alone, batch[r * n..(r + 1) * n], "{format:?} {kernel:?} row {r}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_shared_quantization_gives_each_matrix_its_own_bits() {
+        let (k, m) = (384, 5);
+        let (q8, x) = case(GgmlDType::Q8_0, 8, k, m, 21);
+        let (q5, _) = case(GgmlDType::Q5_0, 24, k, m, 22);
+        let (a, b) = (LegacyMatrix::new(Arc::new(q8)).unwrap(), LegacyMatrix::new(Arc::new(q5)).unwrap());
+        let x = Tensor::from_vec(x, (m, k), &Device::Cpu).unwrap();
+        let both = LegacyMatrix::forward_all(&[&a, &b], &x).unwrap();
+        for (y, w) in both.iter().zip([&a, &b]) {
+            assert_eq!(y.to_vec2::<f32>().unwrap(), w.forward(&x).unwrap().to_vec2::<f32>().unwrap());
+        }
+        assert_eq!(both[1].dims(), &[m, 24]);
+    }
+
+    #[test]
+    fn zero_rows_and_extreme_values_stay_finite() {
+        for format in FORMATS {
+            let (q, _) = case(format, 8, 64, 1, 3);
+            let data = q.data().unwrap().into_owned();
+            let f = Format::from_ggml(format).unwrap();
+            let mut x = vec![0f32; 3 * 64];
+            x[64] = 1e6; // large, but its scale (1e6 / 127) still fits the f16 ggml keeps it in
+            x[150] = -3.0e-30;
+            for kernel in Kernel::available() {
+                let y = matmul(kernel, f, &data, 8, 64, &x, 3);
+                assert!(y[..8].iter().all(|v| *v == 0.0), "{format:?} {kernel:?}");
+                assert!(y.iter().all(|v| v.is_finite()), "{format:?} {kernel:?}");
+            }
+        }
+    }
+}
