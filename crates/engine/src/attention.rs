@@ -98,6 +98,40 @@ fn group<const N: usize>(qs: &[&[f32]], keys: Rows, values: Rows, scores: &mut V
 /// [`group`] for one storage. Per head and key, and per head and output value, the arithmetic
 /// runs in one fixed order, whatever else is in the step.
 fn group_of<const N: usize, S: Stored>(qs: &[&[f32]], keys: S, values: S, scores: &mut Vec<f32>, out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if simd() {
+        // SAFETY: the CPU has AVX2, FMA and F16C (checked once, above).
+        return unsafe { group_simd::<N, S>(qs, keys, values, scores, out) };
+    }
+    group_body::<N, S, false>(qs, keys, values, scores, out)
+}
+
+/// The CPU has AVX2, FMA and F16C: the attention runs eight lanes at a time. Chosen when the
+/// program runs, not when it is compiled, so one binary serves CPUs with and without them.
+#[cfg(target_arch = "x86_64")]
+fn simd() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c"))
+}
+
+/// [`group_body`] compiled for AVX2, FMA and F16C (the intrinsics it calls inline into it).
+///
+/// # Safety
+/// The CPU has those features.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn group_simd<const N: usize, S: Stored>(qs: &[&[f32]], keys: S, values: S, scores: &mut Vec<f32>, out: &mut [f32]) {
+    group_body::<N, S, true>(qs, keys, values, scores, out)
+}
+
+#[inline(always)]
+fn group_body<const N: usize, S: Stored, const SIMD: bool>(
+    qs: &[&[f32]],
+    keys: S,
+    values: S,
+    scores: &mut Vec<f32>,
+    out: &mut [f32],
+) {
     let qs: [&[f32]; N] = qs.try_into().expect("N query heads");
     let hd = qs[0].len();
     let len = keys.values() / hd;
@@ -107,7 +141,7 @@ fn group_of<const N: usize, S: Stored>(qs: &[&[f32]], keys: S, values: S, scores
     scores.clear();
     scores.resize(N * len, 0.0);
     for j in 0..len {
-        let d = dots(qs, keys, j);
+        let d = dots::<N, S, SIMD>(qs, keys, j);
         for h in 0..N {
             scores[h * len + j] = d[h] * scale;
         }
@@ -122,7 +156,7 @@ fn group_of<const N: usize, S: Stored>(qs: &[&[f32]], keys: S, values: S, scores
             *x *= inv;
         }
     }
-    weighted_sums::<N, S>(scores, len, values, hd, out);
+    weighted_sums::<N, S, SIMD>(scores, len, values, hd, out);
 }
 
 /// A KV head's keys or values as the cache stores them, read in place and widened exactly.
@@ -135,7 +169,8 @@ trait Stored: Copy {
     ///
     /// # Safety
     /// `i + 8 <= self.values()`, and `i` is a multiple of 8.
-    #[cfg(all(target_arch = "x86_64", target_feature = "avx2", target_feature = "fma", target_feature = "f16c"))]
+    /// The CPU has AVX2 and F16C, and the caller is compiled for them (inlined into it).
+    #[cfg(target_arch = "x86_64")]
     unsafe fn load8(self, i: usize) -> std::arch::x86_64::__m256;
 }
 
@@ -148,11 +183,11 @@ impl Stored for &[f16] {
         self[i].to_f32()
     }
 
-    #[cfg(all(target_arch = "x86_64", target_feature = "avx2", target_feature = "fma", target_feature = "f16c"))]
+    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     unsafe fn load8(self, i: usize) -> std::arch::x86_64::__m256 {
         use std::arch::x86_64::*;
-        // SAFETY: the caller keeps i + 8 within the slice; F16C is enabled at compile time.
+        // SAFETY: the caller keeps i + 8 within the slice; the CPU has F16C (the caller is `group_simd`).
         unsafe { _mm256_cvtph_ps(_mm_loadu_si128(self.as_ptr().add(i) as *const __m128i)) }
     }
 }
@@ -173,12 +208,12 @@ impl Stored for Q8<'_> {
         self.q[i] as f32 * self.d[i / Q8_BLOCK].to_f32()
     }
 
-    #[cfg(all(target_arch = "x86_64", target_feature = "avx2", target_feature = "fma", target_feature = "f16c"))]
+    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     unsafe fn load8(self, i: usize) -> std::arch::x86_64::__m256 {
         use std::arch::x86_64::*;
         // SAFETY: the caller keeps i + 8 within q, so block i / 32 is within d; AVX2 is enabled
-        // at compile time. The product is exact: 8 bits times f16's 11 fit f32's 24.
+        // (the caller is `group_simd`). The product is exact: 8 bits times f16's 11 fit f32's 24.
         unsafe {
             let bytes = _mm_loadl_epi64(self.q.as_ptr().add(i) as *const __m128i);
             // The scale widened by F16C directly (half's `to_f32` may check the CPU each call).
@@ -191,13 +226,24 @@ impl Stored for Q8<'_> {
 
 /// The dot products of `N` queries with key `j`, each in eight lanes of fused multiply-adds
 /// over the key in order, then the lanes summed pairwise.
-#[cfg(all(target_arch = "x86_64", target_feature = "avx2", target_feature = "fma", target_feature = "f16c"))]
-fn dots<const N: usize, S: Stored>(qs: [&[f32]; N], keys: S, j: usize) -> [f32; N] {
+#[inline(always)]
+fn dots<const N: usize, S: Stored, const SIMD: bool>(qs: [&[f32]; N], keys: S, j: usize) -> [f32; N] {
+    #[cfg(target_arch = "x86_64")]
+    if SIMD {
+        // SAFETY: SIMD is true only inside `group_simd`, on a CPU with its features.
+        return unsafe { dots_simd(qs, keys, j) };
+    }
+    dots_portable(qs, keys, j)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn dots_simd<const N: usize, S: Stored>(qs: [&[f32]; N], keys: S, j: usize) -> [f32; N] {
     use std::arch::x86_64::*;
     let hd = qs[0].len();
     let n8 = hd / 8 * 8;
     assert!(qs.iter().all(|q| q.len() == hd) && (j + 1) * hd <= keys.values());
-    // SAFETY: AVX2, FMA and F16C are enabled at compile time; every load reads 8 values below
+    // SAFETY: the CPU has AVX2, FMA and F16C (the caller is `group_simd`); every load reads 8 values below
     // n8, inside key j and each query (checked above).
     let acc = unsafe {
         let mut acc = [_mm256_setzero_ps(); N];
@@ -212,8 +258,8 @@ fn dots<const N: usize, S: Stored>(qs: [&[f32]; N], keys: S, j: usize) -> [f32; 
     std::array::from_fn(|h| lanes(&acc[h]) + tail_dot(qs[h], keys, j, n8))
 }
 
-#[cfg(not(all(target_arch = "x86_64", target_feature = "avx2", target_feature = "fma", target_feature = "f16c")))]
-fn dots<const N: usize, S: Stored>(qs: [&[f32]; N], keys: S, j: usize) -> [f32; N] {
+#[inline(always)]
+fn dots_portable<const N: usize, S: Stored>(qs: [&[f32]; N], keys: S, j: usize) -> [f32; N] {
     let hd = qs[0].len();
     let n8 = hd / 8 * 8;
     std::array::from_fn(|h| {
@@ -237,12 +283,23 @@ fn tail_dot<S: Stored>(q: &[f32], keys: S, j: usize, from: usize) -> f32 {
 /// fused multiply-adds, eight values of the `N` heads at a time. (Going through the keys in
 /// blocks that stay in the first-level cache, carrying the sums through `out`, was tried: it
 /// ran decode after 8,192 tokens at 0.4 of this.)
-#[cfg(all(target_arch = "x86_64", target_feature = "avx2", target_feature = "fma", target_feature = "f16c"))]
-fn weighted_sums<const N: usize, S: Stored>(scores: &[f32], len: usize, values: S, hd: usize, out: &mut [f32]) {
+#[inline(always)]
+fn weighted_sums<const N: usize, S: Stored, const SIMD: bool>(scores: &[f32], len: usize, values: S, hd: usize, out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if SIMD {
+        // SAFETY: SIMD is true only inside `group_simd`, on a CPU with its features.
+        return unsafe { weighted_sums_simd::<N, S>(scores, len, values, hd, out) };
+    }
+    tail_sums::<N, S>(scores, len, values, hd, 0, out);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn weighted_sums_simd<const N: usize, S: Stored>(scores: &[f32], len: usize, values: S, hd: usize, out: &mut [f32]) {
     use std::arch::x86_64::*;
     let n8 = hd / 8 * 8;
     assert!(scores.len() >= N * len && values.values() >= len * hd && out.len() >= N * hd);
-    // SAFETY: AVX2, FMA and F16C are enabled at compile time; loads read 8 values at column
+    // SAFETY: the CPU has AVX2, FMA and F16C (the caller is `group_simd`); loads read 8 values at column
     // col < n8 of value rows j < len, stores write 8 at column col of head rows h < N, and
     // scores are read below N·len (all checked above).
     unsafe {
@@ -260,11 +317,6 @@ fn weighted_sums<const N: usize, S: Stored>(scores: &[f32], len: usize, values: 
         }
     }
     tail_sums::<N, S>(scores, len, values, hd, n8, out);
-}
-
-#[cfg(not(all(target_arch = "x86_64", target_feature = "avx2", target_feature = "fma", target_feature = "f16c")))]
-fn weighted_sums<const N: usize, S: Stored>(scores: &[f32], len: usize, values: S, hd: usize, out: &mut [f32]) {
-    tail_sums::<N, S>(scores, len, values, hd, 0, out);
 }
 
 /// [`weighted_sums`] one value at a time, from column `from`: the same sums in the same order.
