@@ -22,16 +22,19 @@ use crate::parallel::{self, Columns};
 use candle_core::quantized::{GgmlDType, QStorage, QTensor};
 use candle_core::{Device, Tensor};
 
-/// Which code multiplies K-quant (Q4_K, Q6_K) weights.
+/// Which code multiplies quantized weights: K-quants (Q4_K, Q6_K) and the 32-value blocks
+/// (Q8_0, Q5_0, Q4_0, see [`crate::legacy_quants`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum KQuantKernels {
-    /// Ponder's (this module): weights packed once at load into a copy of about the same size
-    /// (the file's dropped), the same bits for a sequence whatever its batch, and about twice
-    /// candle's speed reading weights from memory (single-stream decoding).
+    /// Ponder's (this module and [`crate::legacy_quants`]): K-quant weights packed once at load
+    /// into a copy of about the same size (the file's dropped), the same bits for a sequence
+    /// whatever its batch, about twice candle's speed reading weights from memory
+    /// (single-stream decoding), and SIMD chosen at run time for the CPU.
     #[default]
     Ponder,
-    /// candle's, which repack the weights on first use into a second, larger copy next to the
-    /// file's: the baseline `ponder bench` compares against.
+    /// candle's, which repack K-quant weights on first use into a second, larger copy next to
+    /// the file's, and pick their SIMD when they are compiled: the baseline `ponder bench`
+    /// compares against.
     Candle,
 }
 use std::sync::{Arc, OnceLock};
@@ -222,14 +225,10 @@ impl Kernel {
         let blocks = w.len() / format.block_bytes();
         assert!(acts.iter().all(|a| a.len() >= blocks) && w.len().is_multiple_of(format.block_bytes()));
         match self {
-            Kernel::Reference => {
-                for (a, o) in acts.iter().zip(out.iter_mut()) {
-                    *o = match format {
-                        Format::Q4K => reference::dot_q4k(w, a),
-                        Format::Q6K => reference::dot_q6k(w, a),
-                    };
-                }
-            }
+            Kernel::Reference => match format {
+                Format::Q4K => reference::dot_q4k(w, acts, out),
+                Format::Q6K => reference::dot_q6k(w, acts, out),
+            },
             // SAFETY: AVX-512 and AVX2 were chosen by `chosen` for this CPU (AVX-512 implies
             // AVX2), and the shapes are checked above.
             #[cfg(target_arch = "x86_64")]

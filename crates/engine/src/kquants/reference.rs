@@ -7,51 +7,73 @@
 
 use super::{f16_at, scale_min_k4, Q4K_BYTES, Q6K_BYTES, Q8K, QK_K};
 
-/// Dot product of one Q4_K weight row with one activation row.
-pub fn dot_q4k(w: &[u8], a: &[Q8K]) -> f32 {
-    let mut sum = [0f32; 2];
-    for (i, (b, a)) in w.chunks_exact(Q4K_BYTES).zip(a).enumerate() {
+/// Dot products of one Q4_K weight row with each activation row: each block is unpacked once
+/// for all of them.
+pub fn dot_q4k(w: &[u8], acts: &[&[Q8K]], out: &mut [f32]) {
+    let mut sums = [[0f32; 2]; super::Kernel::MAX_ROWS];
+    for (i, b) in w.chunks_exact(Q4K_BYTES).enumerate() {
         let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
         let scales: &[u8; 12] = b[4..16].try_into().unwrap();
         let qs = &b[16..144];
-        let (mut isum, mut msum) = (0i32, 0i32);
-        for j in 0..8 {
-            let (sc, m) = scale_min_k4(j, scales);
-            let half = &qs[32 * (j / 2)..32 * (j / 2) + 32];
-            let s: i32 = (0..32)
-                .map(|l| {
-                    let q = if j % 2 == 0 { half[l] & 0x0F } else { half[l] >> 4 };
-                    q as i32 * a.qs[32 * j + l] as i32
-                })
-                .sum();
-            isum += sc as i32 * s;
-            msum += m as i32 * (a.bsums[2 * j] as i32 + a.bsums[2 * j + 1] as i32);
+        // Run j of 32 values: the low nibbles of bytes 32(j/2).. for even j, the high for odd.
+        let mut q = [0u8; QK_K];
+        for (j, run) in q.chunks_exact_mut(64).enumerate() {
+            for l in 0..32 {
+                run[l] = qs[32 * j + l] & 0x0F;
+                run[l + 32] = qs[32 * j + l] >> 4;
+            }
         }
-        sum[i % 2] += (msum as f32).mul_add(-dmin * a.d, isum as f32 * (d * a.d));
+        let sc_m: [(u8, u8); 8] = std::array::from_fn(|j| scale_min_k4(j, scales));
+        for (a, sum) in acts.iter().zip(sums.iter_mut()) {
+            let a = &a[i];
+            let (mut isum, mut msum) = (0i32, 0i32);
+            for (j, &(sc, m)) in sc_m.iter().enumerate() {
+                let run = &q[32 * j..32 * j + 32];
+                let s: i32 = run.iter().zip(&a.qs[32 * j..32 * j + 32]).map(|(&q, &x)| q as i16 as i32 * x as i16 as i32).sum();
+                isum += sc as i32 * s;
+                msum += m as i32 * (a.bsums[2 * j] as i32 + a.bsums[2 * j + 1] as i32);
+            }
+            sum[i % 2] += (msum as f32).mul_add(-dmin * a.d, isum as f32 * (d * a.d));
+        }
     }
-    sum[0] + sum[1]
+    for (o, s) in out.iter_mut().zip(&sums) {
+        *o = s[0] + s[1];
+    }
 }
 
-/// Dot product of one Q6_K weight row with one activation row.
-pub fn dot_q6k(w: &[u8], a: &[Q8K]) -> f32 {
-    let mut sum = [0f32; 2];
-    for (bi, (b, a)) in w.chunks_exact(Q6K_BYTES).zip(a).enumerate() {
+/// Dot products of one Q6_K weight row with each activation row: each block is unpacked once
+/// for all of them.
+pub fn dot_q6k(w: &[u8], acts: &[&[Q8K]], out: &mut [f32]) {
+    let mut sums = [[0f32; 2]; super::Kernel::MAX_ROWS];
+    for (bi, b) in w.chunks_exact(Q6K_BYTES).enumerate() {
         let (ql, qh) = (&b[0..128], &b[128..192]);
         let scales = &b[192..208];
         let d = f16_at(b, 208);
-        let mut isum = 0i32;
-        for (i, y) in (0..QK_K).enumerate() {
-            // ggml's order: halves of 128 values; within one, four runs of 32 values that take
-            // their low bits from ql (low then high nibbles) and two high bits from qh.
-            let (n, r) = (y / 128, y % 128);
-            let (quarter, l) = (r / 32, r % 32);
-            let low = ql[64 * n + l + 32 * (quarter % 2)];
-            let low = if quarter < 2 { low & 0x0F } else { low >> 4 };
-            let high = (qh[32 * n + l] >> (2 * quarter)) & 3;
-            let q = (low | (high << 4)) as i32 - 32;
-            isum += scales[i / 16] as i8 as i32 * q * a.qs[i] as i32;
+        // ggml's order: halves of 128 values; within one, four runs of 32 values that take
+        // their low bits from ql (low then high nibbles) and two high bits from qh. Unpacked
+        // first, in fixed loops a compiler can vectorise.
+        let mut q = [0i8; QK_K];
+        for (n, half) in q.chunks_exact_mut(128).enumerate() {
+            let (ql, qh) = (&ql[64 * n..64 * n + 64], &qh[32 * n..32 * n + 32]);
+            for l in 0..32 {
+                let h = qh[l];
+                half[l] = ((ql[l] & 0x0F) | ((h & 3) << 4)) as i8 - 32;
+                half[l + 32] = ((ql[l + 32] & 0x0F) | (((h >> 2) & 3) << 4)) as i8 - 32;
+                half[l + 64] = ((ql[l] >> 4) | (((h >> 4) & 3) << 4)) as i8 - 32;
+                half[l + 96] = ((ql[l + 32] >> 4) | ((h >> 6) << 4)) as i8 - 32;
+            }
         }
-        sum[bi % 2] += isum as f32 * (d * a.d);
+        for (a, sum) in acts.iter().zip(sums.iter_mut()) {
+            let a = &a[bi];
+            let mut isum = 0i32;
+            for ((q, x), &sc) in q.chunks_exact(16).zip(a.qs.chunks_exact(16)).zip(scales) {
+                let s: i32 = q.iter().zip(x).map(|(&q, &x)| q as i16 as i32 * x as i16 as i32).sum();
+                isum += sc as i8 as i32 * s;
+            }
+            sum[bi % 2] += isum as f32 * (d * a.d);
+        }
     }
-    sum[0] + sum[1]
+    for (o, s) in out.iter_mut().zip(&sums) {
+        *o = s[0] + s[1];
+    }
 }

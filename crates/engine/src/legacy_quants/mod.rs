@@ -93,11 +93,7 @@ pub fn dot_rows(kernel: Kernel, format: Format, w: &[u8], blocks: usize, acts: &
     assert!(acts.len() <= MAX_ROWS && acts.len() == out.len() && w.len() == blocks * format.block_bytes());
     assert!(acts.iter().all(|a| a.len() >= blocks));
     match kernel {
-        Kernel::Reference => {
-            for (a, o) in acts.iter().zip(out.iter_mut()) {
-                *o = reference::dot(format, w, a);
-            }
-        }
+        Kernel::Reference => reference::dot_rows(format, w, acts, out),
         // SAFETY: `Kernel::chosen` only picks AVX2 or AVX-512 (which implies it) on a CPU that
         // has AVX2, FMA and F16C; the shapes are checked above.
         #[cfg(target_arch = "x86_64")]

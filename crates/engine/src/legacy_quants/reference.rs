@@ -11,25 +11,58 @@ pub fn unpack(format: Format, b: &[u8]) -> (f32, [i8; QK]) {
         Format::Q8_0 => std::array::from_fn(|i| b[2 + i] as i8),
         Format::Q5_0 => {
             // Value i takes the low nibble of byte i (the high nibble of byte i - 16 from 16 on)
-            // and bit i of the 32-bit mask as its fifth bit.
-            let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
-            let qs = &b[6..22];
-            std::array::from_fn(|i| {
-                let low = if i < 16 { qs[i] & 0x0F } else { qs[i - 16] >> 4 };
-                (low | (((qh >> i) & 1) as u8) << 4) as i8 - 16
-            })
+            // and bit i of the 32-bit mask (bytes 2–5) as its fifth bit.
+            let mut v = nibbles(b[6..22].try_into().unwrap());
+            for (bits, v) in b[2..6].iter().zip(v.chunks_exact_mut(8)) {
+                let fifth = FIFTH_BITS[*bits as usize].to_le_bytes();
+                for (v, f) in v.iter_mut().zip(fifth) {
+                    *v = (*v | f as i8) - 16;
+                }
+            }
+            v
         }
-        Format::Q4_0 => {
-            let qs = &b[2..18];
-            std::array::from_fn(|i| (if i < 16 { qs[i] & 0x0F } else { qs[i - 16] >> 4 }) as i8 - 8)
-        }
+        Format::Q4_0 => nibbles(b[2..18].try_into().unwrap()).map(|v| v - 8),
     };
     (d, values)
 }
 
+/// Low nibbles of 16 bytes, then their high nibbles.
+fn nibbles(qs: &[u8; 16]) -> [i8; QK] {
+    let mut v = [0i8; QK];
+    for (j, &q) in qs.iter().enumerate() {
+        v[j] = (q & 0x0F) as i8;
+        v[j + 16] = (q >> 4) as i8;
+    }
+    v
+}
+
+/// For each byte of Q5_0's fifth bits, eight bytes holding 16 where its bit is set: a lookup
+/// instead of a variable shift per value.
+const FIFTH_BITS: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let mut i = 0;
+        while i < 8 {
+            if byte >> i & 1 == 1 {
+                t[byte] |= 16 << (8 * i);
+            }
+            i += 1;
+        }
+        byte += 1;
+    }
+    t
+};
+
 /// The eight exact sums of one block's product: lane l holds values 4l to 4l + 3.
 pub fn lanes(w: &[i8; QK], a: &[i8; QK]) -> [i32; 8] {
-    std::array::from_fn(|l| (4 * l..4 * l + 4).map(|i| w[i] as i32 * a[i] as i32).sum())
+    // Written as products of i16 pairs, which compilers turn into SSE2's `pmaddwd`.
+    let mut pairs = [0i32; QK / 2];
+    for (j, p) in pairs.iter_mut().enumerate() {
+        let (w0, w1, a0, a1) = (w[2 * j] as i16, w[2 * j + 1] as i16, a[2 * j] as i16, a[2 * j + 1] as i16);
+        *p = w0 as i32 * a0 as i32 + w1 as i32 * a1 as i32;
+    }
+    std::array::from_fn(|l| pairs[2 * l] + pairs[2 * l + 1])
 }
 
 /// The float part every kernel shares: a lane accumulator gains scale × sum (multiply, then
@@ -45,12 +78,17 @@ pub fn reduce(acc: &[f32; 8]) -> f32 {
     (s[0] + s[2]) + (s[1] + s[3])
 }
 
-/// Dot product of one weight row with one activation row.
-pub fn dot(format: Format, w: &[u8], a: &[Q8Block]) -> f32 {
-    let mut acc = [0f32; 8];
-    for (b, a) in w.chunks_exact(format.block_bytes()).zip(a) {
+/// Dot products of one weight row with each activation row: each block is unpacked once for
+/// all of them.
+pub fn dot_rows(format: Format, w: &[u8], acts: &[&[Q8Block]], out: &mut [f32]) {
+    let mut acc = [[0f32; 8]; super::MAX_ROWS];
+    for (i, b) in w.chunks_exact(format.block_bytes()).enumerate() {
         let (d, values) = unpack(format, b);
-        accumulate(&mut acc, d * a.d, &lanes(&values, &a.qs));
+        for (a, acc) in acts.iter().zip(acc.iter_mut()) {
+            accumulate(acc, d * a[i].d, &lanes(&values, &a[i].qs));
+        }
     }
-    reduce(&acc)
+    for (o, acc) in out.iter_mut().zip(&acc) {
+        *o = reduce(acc);
+    }
 }
