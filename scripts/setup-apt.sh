@@ -3,7 +3,7 @@
 set -euo pipefail
 PKGS=(build-essential dpkg-dev pkg-config file libwebkit2gtk-4.1-dev xvfb xauth imagemagick
       webkit2gtk-driver chromium psmisc curl unzip dbus-daemon gnome-keyring libsecret-tools xdotool
-      poppler-utils)
+      poppler-utils qemu-user)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -7,7 +7,8 @@ use crate::chat_template::{ChatTemplate, Thinking, CHATML_TEMPLATE};
 use crate::decoder::{Decoder, DecoderConfig};
 use crate::error::{EngineError, Result};
 use crate::family::Family;
-use crate::kquants::{Format, KQuantKernels, Kernel};
+use crate::kquants::{self, KQuantKernels, Kernel};
+use crate::legacy_quants;
 use crate::rope::{RopeScaling, RopeStyle};
 use crate::tokenizer::Tokenizer;
 use candle_core::quantized::gguf_file;
@@ -31,8 +32,8 @@ pub struct ModelInfo {
     /// How the model thinks: never, always (R1), or by request (Qwen3).
     pub thinking: Thinking,
     /// Which of Ponder's kernels multiply the weights on this computer (the CPU's fastest, or
-    /// the one `PONDER_CPU_KERNEL` names); `None` where candle's do: weights in other formats
-    /// than Q4_K and Q6_K, or a load that asked for candle's.
+    /// the one `PONDER_CPU_KERNEL` names); `None` where candle's do: weights in none of Q4_K,
+    /// Q6_K, Q8_0, Q5_0 and Q4_0, or a load that asked for candle's.
     pub kernel: Option<Kernel>,
 }
 
@@ -564,7 +565,10 @@ fn gguf_info(path: &Path, ct: &gguf_file::Content, size: u64) -> ModelInfo {
     let context_length =
         ct.metadata.get(&format!("{architecture}.context_length")).and_then(|v| v.to_u32().ok()).unwrap_or(0) as usize;
     let thinking = Thinking::of_template(&md("tokenizer.chat_template").unwrap_or_default());
-    let k_quants = ct.tensor_infos.values().any(|t| Format::from_ggml(t.ggml_dtype).is_some());
+    let ours = ct
+        .tensor_infos
+        .values()
+        .any(|t| kquants::Format::from_ggml(t.ggml_dtype).is_some() || legacy_quants::Format::from_ggml(t.ggml_dtype).is_some());
     ModelInfo {
         name: md("general.name").unwrap_or_else(|| path.file_stem().unwrap_or_default().to_string_lossy().into_owned()),
         path: path.to_path_buf(),
@@ -575,7 +579,7 @@ fn gguf_info(path: &Path, ct: &gguf_file::Content, size: u64) -> ModelInfo {
         parameters: params,
         reasoning: thinking != Thinking::Never,
         thinking,
-        kernel: k_quants.then(Kernel::chosen),
+        kernel: ours.then(Kernel::chosen),
     }
 }
 
