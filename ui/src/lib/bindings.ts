@@ -12,8 +12,8 @@ quantization: string, file_size: number, context_length: number, parameters: num
 thinking: Thinking, 
 /**
  * Which of Ponder's kernels multiply the weights on this computer (the CPU's fastest, or
- * the one `PONDER_CPU_KERNEL` names); `None` where candle's do: weights in other formats
- * than Q4_K and Q6_K, or a load that asked for candle's.
+ * the one `PONDER_CPU_KERNEL` names); `None` where candle's do: weights in none of Q4_K,
+ * Q6_K, Q8_0, Q5_0 and Q4_0, or a load that asked for candle's.
  */
 kernel: Kernel | null, };
 
