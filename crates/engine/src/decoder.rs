@@ -82,22 +82,16 @@ impl Linear {
     }
 
     /// Several layers over the same input (q, k, v; gate, up): with Ponder's kernels, layers of
-    /// one kind share one quantization of `x` (and K-quants one parallel pass).
+    /// one kind share one quantization of `x` and one parallel pass.
     fn forward_all<const N: usize>(layers: [&Linear; N], x: &Tensor) -> candle_core::Result<[Tensor; N]> {
-        let kquant: Option<Vec<&KQuantMatrix>> = layers
-            .iter()
-            .map(|l| match &l.weight {
-                Weights::KQuant(m) => Some(m),
-                _ => None,
-            })
-            .collect();
-        let legacy: Option<Vec<&LegacyMatrix>> = layers
-            .iter()
-            .map(|l| match &l.weight {
-                Weights::Legacy(m) => Some(m),
-                _ => None,
-            })
-            .collect();
+        let kquant = all_of(&layers, |w| match w {
+            Weights::KQuant(m) => Some(m),
+            _ => None,
+        });
+        let legacy = all_of(&layers, |w| match w {
+            Weights::Legacy(m) => Some(m),
+            _ => None,
+        });
         let ys = match (kquant, legacy) {
             (Some(mats), _) => KQuantMatrix::forward_all(&mats, x)?,
             (_, Some(mats)) => LegacyMatrix::forward_all(&mats, x)?,
@@ -127,6 +121,11 @@ impl Linear {
             Weights::Candle(w) => w.forward(x),
         }
     }
+}
+
+/// Each layer's weights as one kind of matrix, if every layer has that kind.
+fn all_of<'a, T>(layers: &[&'a Linear], kind: impl Fn(&'a Weights) -> Option<&'a T>) -> Option<Vec<&'a T>> {
+    layers.iter().map(|l| kind(&l.weight)).collect()
 }
 
 #[derive(Debug, Clone)]

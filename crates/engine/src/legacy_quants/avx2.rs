@@ -11,6 +11,14 @@ pub const Q8_0: u8 = 0;
 pub const Q5_0: u8 = 1;
 pub const Q4_0: u8 = 2;
 
+const fn format(f: u8) -> Format {
+    match f {
+        Q8_0 => Format::Q8_0,
+        Q5_0 => Format::Q5_0,
+        _ => Format::Q4_0,
+    }
+}
+
 /// One block's 32 values as signed bytes, in order.
 #[inline(always)]
 unsafe fn unpack<const F: u8>(b: *const u8) -> __m256i {
@@ -65,7 +73,7 @@ pub unsafe fn dot<const R: usize, const F: u8>(w: &[u8], blocks: usize, acts: &[
     unsafe {
         let ones = _mm256_set1_epi16(1);
         let mut acc = [_mm256_setzero_ps(); R];
-        let bytes = [Format::Q8_0, Format::Q5_0, Format::Q4_0][F as usize].block_bytes();
+        let bytes = format(F).block_bytes();
         for i in 0..blocks {
             let b = w.as_ptr().add(i * bytes);
             let d = f16_ptr(b);

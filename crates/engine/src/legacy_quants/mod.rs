@@ -216,28 +216,9 @@ impl LegacyMatrix {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_core::quantized::QMatMul;
-    use candle_core::Module;
-    use rand::{Rng, SeedableRng};
+    use crate::kquants::test_cases::{candle_product, case, max_rel};
 
     const FORMATS: [GgmlDType; 3] = [GgmlDType::Q8_0, GgmlDType::Q5_0, GgmlDType::Q4_0];
-
-    /// A random `(n, k)` matrix quantized by candle (real ggml blocks), and activations with a
-    /// few large values, as real hidden states have.
-    fn case(format: GgmlDType, n: usize, k: usize, m: usize, seed: u64) -> (QTensor, Vec<f32>) {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-        let w: Vec<f32> = (0..n * k).map(|_| rng.random_range(-1.0f32..1.0) * rng.random_range(0.0f32..0.1)).collect();
-        let q = QTensor::quantize(&Tensor::from_vec(w, (n, k), &Device::Cpu).unwrap(), format).unwrap();
-        let x = (0..m * k)
-            .map(|i| if i % 97 == 0 { rng.random_range(-20.0f32..20.0) } else { rng.random_range(-1.0f32..1.0) })
-            .collect();
-        (q, x)
-    }
-
-    fn max_rel(a: &[f32], b: &[f32]) -> f32 {
-        let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-6);
-        a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
-    }
 
     #[test]
     fn activations_quantize_as_candles_q8_0() {
@@ -265,9 +246,7 @@ mod tests {
                 let (q, x) = case(format, n, k, m, 7);
                 let f = Format::from_ggml(format).unwrap();
                 let data = q.data().unwrap().into_owned();
-                let xt = Tensor::from_vec(x.clone(), (m, k), &Device::Cpu).unwrap();
-                let candle =
-                    QMatMul::from_qtensor(q).unwrap().forward(&xt).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+                let candle = candle_product(q, &x, m, k);
                 let reference = matmul(Kernel::Reference, f, &data, n, k, &x, m);
                 let err = max_rel(&reference, &candle);
                 assert!(err < 1e-5, "{format:?} m={m} reference vs candle: {err}");
