@@ -245,7 +245,8 @@ impl SeqCache {
         &mut self.layers[i]
     }
 
-    pub(crate) fn commit(&mut self, n: usize) {
+    /// Counts `n` more positions as cached, once every layer has appended them.
+    pub fn commit(&mut self, n: usize) {
         self.len += n;
         for l in &mut self.layers {
             l.len = self.len;

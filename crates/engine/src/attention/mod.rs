@@ -8,11 +8,22 @@
 //! of the future keys the causal mask would throw away, and nothing is allocated per head.
 //!
 //! Keys and values are read as the cache stores them (f16, or 8-bit blocks with a scale), and
-//! widened eight at a time as they are used. Deep into a long thought the cache is most of
-//! what a decoding step reads: a copy as f32 each step would write twice its size and read it
-//! back, which made decoding at a depth of 4,096 run at 0.6 of its short-context rate. Widening is exact, so the arithmetic,
-//! and every bit of the result, is what it was on the copy.
+//! widened as they are used. Deep into a long thought the cache is most of what a decoding
+//! step reads: a copy as f32 each step would write twice its size and read it back, which made
+//! decoding at a depth of 4,096 run at 0.6 of its short-context rate. Widening is exact, so
+//! the arithmetic, and every bit of the result, is what it was on the copy.
+//!
+//! The portable code says what is computed; [`avx2`] and [`avx512`] compute the same sums in the
+//! same order, several keys or columns at a time, chosen with the matrix kernels
+//! ([`Kernel::chosen`]). Their work per key is what limits a deep step: at 8,192 positions the
+//! 1.5B model's attention is 0.7 × 10⁹ multiply-adds per token.
 
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+
+use crate::kquants::Kernel;
 use crate::kv_cache::{LayerCache, Rows, Q8_BLOCK};
 use crate::parallel::{self, Disjoint};
 use crate::rowwise::exp;
@@ -21,8 +32,16 @@ use half::f16;
 /// Multiply-adds below which a step's attention stays on the calling thread.
 const PARALLEL_FROM: usize = 1 << 18;
 
-/// Query heads that read one KV head together, at most: their sums stay in registers.
-const GROUP: usize = 8;
+/// Query heads that read one KV head together, at most: two keys' (or two eight-value columns')
+/// sums for each, twelve in all, stay in the sixteen registers with the values they multiply.
+const GROUP: usize = 6;
+
+/// Keys whose values are summed into the output before the next ones: 256 rows of 128 f16
+/// values take 64 KiB, which the second-level cache keeps while every column of them is summed.
+const VALUE_BLOCK: usize = 256;
+
+/// How far ahead of the keys being scored their rows are asked for.
+const KEYS_AHEAD: usize = 32;
 
 /// Shapes of one layer's attention.
 #[derive(Debug, Clone, Copy)]
@@ -63,8 +82,11 @@ pub fn attend(q: &[f32], total: usize, spans: &[Span], shape: Heads) -> Vec<f32>
             let s = &spans[owner[row]];
             let visible = s.past + (row - s.first_row) + 1;
             let (keys, values) = (s.cache.keys(g, hd, visible), s.cache.values(g, hd, visible));
-            for first in (g * rep..(g + 1) * rep).step_by(GROUP) {
-                let n = GROUP.min((g + 1) * rep - first);
+            // The heads in groups as even as they can be (7 as 4 and 3, not 6 and 1).
+            let groups = rep.div_ceil(GROUP);
+            for k in 0..groups {
+                let first = g * rep + k * rep / groups;
+                let n = g * rep + (k + 1) * rep / groups - first;
                 let qs: [&[f32]; GROUP] = std::array::from_fn(|i| &q[((first + i.min(n - 1)) * total + row) * hd..][..hd]);
                 let qs = &qs[..n];
                 // SAFETY: task (row, g) alone writes these heads' slices of the row.
@@ -75,8 +97,6 @@ pub fn attend(q: &[f32], total: usize, spans: &[Span], shape: Heads) -> Vec<f32>
                     3 => group::<3>(qs, keys, values, &mut scores, o),
                     4 => group::<4>(qs, keys, values, &mut scores, o),
                     5 => group::<5>(qs, keys, values, &mut scores, o),
-                    6 => group::<6>(qs, keys, values, &mut scores, o),
-                    7 => group::<7>(qs, keys, values, &mut scores, o),
                     _ => group::<GROUP>(qs, keys, values, &mut scores, o),
                 }
             }
@@ -95,43 +115,31 @@ fn group<const N: usize>(qs: &[&[f32]], keys: Rows, values: Rows, scores: &mut V
     }
 }
 
-/// [`group`] for one storage. Per head and key, and per head and output value, the arithmetic
-/// runs in one fixed order, whatever else is in the step.
+/// [`group`] for one storage, on the kernel chosen for this CPU ([`Kernel::chosen`], which
+/// [`crate::kquants::KERNEL_ENV`] can lower). Per head and key, and per head and output value,
+/// the arithmetic runs in one fixed order, whatever else is in the step and whichever kernel
+/// runs it: every kernel gives the same bits.
 fn group_of<const N: usize, S: Stored>(qs: &[&[f32]], keys: S, values: S, scores: &mut Vec<f32>, out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if simd() {
-        // SAFETY: the CPU has AVX2, FMA and F16C (checked once, above).
-        return unsafe { group_simd::<N, S>(qs, keys, values, scores, out) };
+    match Kernel::chosen() {
+        // SAFETY: the chosen kernel is one the CPU runs (AVX-512 implies AVX2, FMA and F16C).
+        Kernel::Avx512 => return unsafe { avx512::group::<N, S>(qs, keys, values, scores, out) },
+        // SAFETY: as above: the CPU has AVX2, FMA and F16C.
+        Kernel::Avx2 => return unsafe { avx2::group::<N, S>(qs, keys, values, scores, out) },
+        Kernel::Reference => {}
     }
-    group_body::<N, S, false>(qs, keys, values, scores, out)
+    group_body::<N, S, PORTABLE>(qs, keys, values, scores, out)
 }
 
-/// The CPU has AVX2, FMA and F16C: the attention runs eight lanes at a time. Chosen when the
-/// program runs, not when it is compiled, so one binary serves CPUs with and without them.
-#[cfg(target_arch = "x86_64")]
-fn simd() -> bool {
-    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HAS.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c"))
-}
+/// Code paths [`group_body`] is compiled for.
+const PORTABLE: u8 = 0;
+const AVX2: u8 = 1;
+const AVX512: u8 = 2;
 
-/// [`group_body`] compiled for AVX2, FMA and F16C (the intrinsics it calls inline into it).
-///
-/// # Safety
-/// The CPU has those features.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn group_simd<const N: usize, S: Stored>(qs: &[&[f32]], keys: S, values: S, scores: &mut Vec<f32>, out: &mut [f32]) {
-    group_body::<N, S, true>(qs, keys, values, scores, out)
-}
-
+/// One group's attention: scores, softmax, weighted sums. `L` says which instructions the
+/// caller was compiled for; each step picks its fastest code for them.
 #[inline(always)]
-fn group_body<const N: usize, S: Stored, const SIMD: bool>(
-    qs: &[&[f32]],
-    keys: S,
-    values: S,
-    scores: &mut Vec<f32>,
-    out: &mut [f32],
-) {
+fn group_body<const N: usize, S: Stored, const L: u8>(qs: &[&[f32]], keys: S, values: S, scores: &mut Vec<f32>, out: &mut [f32]) {
     let qs: [&[f32]; N] = qs.try_into().expect("N query heads");
     let hd = qs[0].len();
     let len = keys.values() / hd;
@@ -140,27 +148,62 @@ fn group_body<const N: usize, S: Stored, const SIMD: bool>(
     // Head-major: head h's scores are scores[h·len..(h+1)·len].
     scores.clear();
     scores.resize(N * len, 0.0);
-    for j in 0..len {
-        let d = dots::<N, S, SIMD>(qs, keys, j);
+    let mut first = 0;
+    #[cfg(target_arch = "x86_64")]
+    if hd.is_multiple_of(8) {
+        // SAFETY: L names features the caller was compiled for, on a CPU that has them.
+        unsafe {
+            match L {
+                AVX512 => first = avx512::scores_by_eight::<N, S>(qs, keys, scale, scores),
+                AVX2 => first = avx2::scores_by_eight::<N, S>(qs, keys, scale, scores),
+                _ => {}
+            }
+        }
+    }
+    for j in first..len {
+        let d = dots::<N, S, L>(qs, keys, j);
         for h in 0..N {
             scores[h * len + j] = d[h] * scale;
         }
     }
     for s in scores.chunks_exact_mut(len) {
+        softmax::<L>(s);
+    }
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: as above.
+    unsafe {
+        match L {
+            AVX512 if hd.is_multiple_of(32) => return avx512::weighted_sums::<N, S>(scores, len, values, hd, out),
+            AVX2 | AVX512 => return avx2::weighted_sums::<N, S>(scores, len, values, hd, out),
+            _ => {}
+        }
+    }
+    tail_sums::<N, S>(scores, len, values, hd, 0, out);
+}
+
+/// `s` becomes its softmax: `e^(x - max)`, divided by their sum.
+#[inline(always)]
+fn softmax<const L: u8>(s: &mut [f32]) {
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if L >= AVX2 {
+        // SAFETY: the caller was compiled for AVX2, on a CPU that has it.
+        done = unsafe { avx2::exp_less_max(s) };
+    }
+    if done < s.len() {
         let max = s.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x));
         for x in s.iter_mut() {
             *x = exp(*x - max);
         }
-        let inv = 1.0 / sum(s);
-        for x in s.iter_mut() {
-            *x *= inv;
-        }
     }
-    weighted_sums::<N, S, SIMD>(scores, len, values, hd, out);
+    let inv = 1.0 / sum(s);
+    for x in s.iter_mut() {
+        *x *= inv;
+    }
 }
 
 /// A KV head's keys or values as the cache stores them, read in place and widened exactly.
-trait Stored: Copy {
+pub(super) trait Stored: Copy {
     /// How many values there are (`len × hd`).
     fn values(self) -> usize;
     /// Value `i` (row-major).
@@ -172,6 +215,45 @@ trait Stored: Copy {
     /// The CPU has AVX2 and F16C, and the caller is compiled for them (inlined into it).
     #[cfg(target_arch = "x86_64")]
     unsafe fn load8(self, i: usize) -> std::arch::x86_64::__m256;
+
+    /// Values `i..i + 16` (in one 8-bit block).
+    ///
+    /// # Safety
+    /// `i + 16 <= self.values()`, and `i` is a multiple of 16. The CPU has AVX-512F and F16C,
+    /// and the caller is compiled for them.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn load16(self, i: usize) -> std::arch::x86_64::__m512;
+
+    /// Values `a..a + 8` in the low half, `b..b + 8` in the high half.
+    ///
+    /// # Safety
+    /// As [`Stored::load8`] for `a` and for `b`, and the CPU has AVX-512F.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load_pair8(self, a: usize, b: usize) -> std::arch::x86_64::__m512 {
+        use std::arch::x86_64::*;
+        // SAFETY: the caller's contract.
+        unsafe {
+            let (lo, hi) = (self.load8(a), self.load8(b));
+            _mm512_castpd_ps(_mm512_insertf64x4::<1>(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi)))
+        }
+    }
+
+    /// Asks the CPU to start loading row `j` of `hd` values (any row: past the end, nothing
+    /// happens), so that it has arrived when a later pass reads it.
+    #[cfg(target_arch = "x86_64")]
+    fn prefetch(self, j: usize, hd: usize);
+}
+
+/// Prefetches `bytes` bytes from `p`, one cache line at a time. A prefetch never faults.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn prefetch_bytes<T>(p: *const T, bytes: usize) {
+    use std::arch::x86_64::*;
+    for off in (0..bytes).step_by(64) {
+        // SAFETY: a prefetch is a hint that reads nothing and cannot fault, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>((p as *const i8).wrapping_add(off)) };
+    }
 }
 
 impl Stored for &[f16] {
@@ -187,16 +269,60 @@ impl Stored for &[f16] {
     #[inline(always)]
     unsafe fn load8(self, i: usize) -> std::arch::x86_64::__m256 {
         use std::arch::x86_64::*;
-        // SAFETY: the caller keeps i + 8 within the slice; the CPU has F16C (the caller is `group_simd`).
+        // SAFETY: the caller keeps i + 8 within the slice; the CPU has F16C (the caller's contract).
         unsafe { _mm256_cvtph_ps(_mm_loadu_si128(self.as_ptr().add(i) as *const __m128i)) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load16(self, i: usize) -> std::arch::x86_64::__m512 {
+        use std::arch::x86_64::*;
+        // SAFETY: the caller keeps i + 16 within the slice; the CPU has AVX-512F.
+        unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(self.as_ptr().add(i) as *const __m256i)) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load_pair8(self, a: usize, b: usize) -> std::arch::x86_64::__m512 {
+        use std::arch::x86_64::*;
+        // SAFETY: the caller keeps a + 8 and b + 8 within the slice; the CPU has AVX-512F.
+        unsafe {
+            let lo = _mm256_castsi128_si256(_mm_loadu_si128(self.as_ptr().add(a) as *const __m128i));
+            let both = _mm256_inserti128_si256::<1>(lo, _mm_loadu_si128(self.as_ptr().add(b) as *const __m128i));
+            _mm512_cvtph_ps(both)
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn prefetch(self, j: usize, hd: usize) {
+        prefetch_bytes(self.as_ptr().wrapping_add(j * hd), hd * size_of::<f16>());
     }
 }
 
 /// 8-bit blocks: value `i` is `q[i] · d[i / 32]`.
 #[derive(Clone, Copy)]
-struct Q8<'a> {
+pub(super) struct Q8<'a> {
     q: &'a [i8],
     d: &'a [f16],
+}
+
+impl Q8<'_> {
+    /// Block `i / 32`'s scale in every lane, widened by F16C directly (half's `to_f32` may
+    /// check the CPU each call).
+    ///
+    /// # Safety
+    /// `i < self.values()`; the CPU has F16C and AVX2, and the caller is compiled for them.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn scale(self, i: usize) -> std::arch::x86_64::__m256 {
+        use std::arch::x86_64::*;
+        // SAFETY: block i / 32 is within d when i is within q (the caller's contract).
+        unsafe {
+            let bits = _mm_cvtsi32_si128(i32::from(self.d.get_unchecked(i / Q8_BLOCK).to_bits()));
+            _mm256_broadcastss_ps(_mm_cvtph_ps(bits))
+        }
+    }
 }
 
 impl Stored for Q8<'_> {
@@ -212,50 +338,44 @@ impl Stored for Q8<'_> {
     #[inline(always)]
     unsafe fn load8(self, i: usize) -> std::arch::x86_64::__m256 {
         use std::arch::x86_64::*;
-        // SAFETY: the caller keeps i + 8 within q, so block i / 32 is within d; AVX2 is enabled
-        // (the caller is `group_simd`). The product is exact: 8 bits times f16's 11 fit f32's 24.
+        // SAFETY: the caller keeps i + 8 within q; AVX2 is enabled (the caller's contract). The
+        // product is exact: 8 bits times f16's 11 fit f32's 24.
         unsafe {
             let bytes = _mm_loadl_epi64(self.q.as_ptr().add(i) as *const __m128i);
-            // The scale widened by F16C directly (half's `to_f32` may check the CPU each call).
-            let bits = _mm_cvtsi32_si128(i32::from(self.d.get_unchecked(i / Q8_BLOCK).to_bits()));
-            let scale = _mm256_broadcastss_ps(_mm_cvtph_ps(bits));
-            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), scale)
+            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), self.scale(i))
         }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load16(self, i: usize) -> std::arch::x86_64::__m512 {
+        use std::arch::x86_64::*;
+        // SAFETY: the caller keeps i + 16 within q, in one block; AVX-512F is enabled. Exact, as above.
+        unsafe {
+            let bytes = _mm_loadu_si128(self.q.as_ptr().add(i) as *const __m128i);
+            let scale = _mm512_broadcast_f32x4(_mm256_castps256_ps128(self.scale(i)));
+            _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)), scale)
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn prefetch(self, j: usize, hd: usize) {
+        prefetch_bytes(self.q.as_ptr().wrapping_add(j * hd), hd);
+        prefetch_bytes(self.d.as_ptr().wrapping_add(j * hd / Q8_BLOCK), hd / Q8_BLOCK * size_of::<f16>());
     }
 }
 
 /// The dot products of `N` queries with key `j`, each in eight lanes of fused multiply-adds
 /// over the key in order, then the lanes summed pairwise.
 #[inline(always)]
-fn dots<const N: usize, S: Stored, const SIMD: bool>(qs: [&[f32]; N], keys: S, j: usize) -> [f32; N] {
+fn dots<const N: usize, S: Stored, const L: u8>(qs: [&[f32]; N], keys: S, j: usize) -> [f32; N] {
     #[cfg(target_arch = "x86_64")]
-    if SIMD {
-        // SAFETY: SIMD is true only inside `group_simd`, on a CPU with its features.
-        return unsafe { dots_simd(qs, keys, j) };
+    if L >= AVX2 {
+        // SAFETY: L names features the caller was compiled for, on a CPU that has them.
+        return unsafe { avx2::dots(qs, keys, j) };
     }
     dots_portable(qs, keys, j)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn dots_simd<const N: usize, S: Stored>(qs: [&[f32]; N], keys: S, j: usize) -> [f32; N] {
-    use std::arch::x86_64::*;
-    let hd = qs[0].len();
-    let n8 = hd / 8 * 8;
-    assert!(qs.iter().all(|q| q.len() == hd) && (j + 1) * hd <= keys.values());
-    // SAFETY: the CPU has AVX2, FMA and F16C (the caller is `group_simd`); every load reads 8 values below
-    // n8, inside key j and each query (checked above).
-    let acc = unsafe {
-        let mut acc = [_mm256_setzero_ps(); N];
-        for i in (0..n8).step_by(8) {
-            let kv = keys.load8(j * hd + i);
-            for h in 0..N {
-                acc[h] = _mm256_fmadd_ps(_mm256_loadu_ps(qs[h].as_ptr().add(i)), kv, acc[h]);
-            }
-        }
-        acc.map(|v| std::mem::transmute::<__m256, [f32; 8]>(v))
-    };
-    std::array::from_fn(|h| lanes(&acc[h]) + tail_dot(qs[h], keys, j, n8))
 }
 
 #[inline(always)]
@@ -279,47 +399,9 @@ fn tail_dot<S: Stored>(q: &[f32], keys: S, j: usize, from: usize) -> f32 {
     (from..hd).fold(0.0, |s, c| q[c].mul_add(keys.get(j * hd + c), s))
 }
 
-/// `out[h·hd + c] = Σ_j scores[h·len + j] · values[j·hd + c]`, summed over the keys in order with
-/// fused multiply-adds, eight values of the `N` heads at a time. (Going through the keys in
-/// blocks that stay in the first-level cache, carrying the sums through `out`, was tried: it
-/// ran decode after 8,192 tokens at 0.4 of this.)
-#[inline(always)]
-fn weighted_sums<const N: usize, S: Stored, const SIMD: bool>(scores: &[f32], len: usize, values: S, hd: usize, out: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if SIMD {
-        // SAFETY: SIMD is true only inside `group_simd`, on a CPU with its features.
-        return unsafe { weighted_sums_simd::<N, S>(scores, len, values, hd, out) };
-    }
-    tail_sums::<N, S>(scores, len, values, hd, 0, out);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn weighted_sums_simd<const N: usize, S: Stored>(scores: &[f32], len: usize, values: S, hd: usize, out: &mut [f32]) {
-    use std::arch::x86_64::*;
-    let n8 = hd / 8 * 8;
-    assert!(scores.len() >= N * len && values.values() >= len * hd && out.len() >= N * hd);
-    // SAFETY: the CPU has AVX2, FMA and F16C (the caller is `group_simd`); loads read 8 values at column
-    // col < n8 of value rows j < len, stores write 8 at column col of head rows h < N, and
-    // scores are read below N·len (all checked above).
-    unsafe {
-        for col in (0..n8).step_by(8) {
-            let mut acc = [_mm256_setzero_ps(); N];
-            for j in 0..len {
-                let v = values.load8(j * hd + col);
-                for (h, a) in acc.iter_mut().enumerate() {
-                    *a = _mm256_fmadd_ps(_mm256_set1_ps(*scores.get_unchecked(h * len + j)), v, *a);
-                }
-            }
-            for (h, a) in acc.iter().enumerate() {
-                _mm256_storeu_ps(out.as_mut_ptr().add(h * hd + col), *a);
-            }
-        }
-    }
-    tail_sums::<N, S>(scores, len, values, hd, n8, out);
-}
-
-/// [`weighted_sums`] one value at a time, from column `from`: the same sums in the same order.
+/// `out[h·hd + c] = Σ_j scores[h·len + j] · values[j·hd + c]` one value at a time, from column
+/// `from`, summed over the keys in order with fused multiply-adds. The SIMD kernels compute the
+/// same sums, in the same order, several columns at a time.
 fn tail_sums<const N: usize, S: Stored>(scores: &[f32], len: usize, values: S, hd: usize, from: usize, out: &mut [f32]) {
     for h in 0..N {
         for c in from..hd {
@@ -420,6 +502,67 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// One group's output on each kernel this CPU has, for each storage.
+    fn on_every_kernel<const N: usize, S: Stored>(qs: &[&[f32]], keys: S, values: S) -> Vec<(Kernel, Vec<f32>)> {
+        let hd = qs[0].len();
+        let run = |kernel: Kernel| {
+            let (mut scores, mut out) = (Vec::new(), vec![0f32; N * hd]);
+            match kernel {
+                Kernel::Reference => group_body::<N, S, PORTABLE>(qs, keys, values, &mut scores, &mut out),
+                // SAFETY: `Kernel::available` lists only kernels this CPU runs.
+                #[cfg(target_arch = "x86_64")]
+                Kernel::Avx2 => unsafe { avx2::group::<N, S>(qs, keys, values, &mut scores, &mut out) },
+                // SAFETY: as above.
+                #[cfg(target_arch = "x86_64")]
+                Kernel::Avx512 => unsafe { avx512::group::<N, S>(qs, keys, values, &mut scores, &mut out) },
+                #[cfg(not(target_arch = "x86_64"))]
+                _ => unreachable!(),
+            }
+            (kernel, out)
+        };
+        Kernel::available().into_iter().map(run).collect()
+    }
+
+    #[test]
+    fn every_kernel_gives_the_same_bits() {
+        // Head sizes with and without whole 32s and 16s (20 leaves a tail after the last
+        // eight); lengths with and without whole eights, across a value block.
+        for (hd, len) in [(128, 8), (128, 301), (64, 17), (80, 40), (20, 13), (128, 3)] {
+            for kind in KvCacheType::ALL {
+                let kind = kind.for_head_dim(hd);
+                let mut cache = LayerCache::new(kind);
+                cache.append(1, hd, &values(len * hd, 11), &values(len * hd, 12));
+                let q = values(6 * hd, 13);
+                let qs: Vec<&[f32]> = q.chunks(hd).collect();
+                let runs = match (cache.keys(0, hd, len), cache.values(0, hd, len)) {
+                    (Rows::F16(k), Rows::F16(v)) => on_every_kernel::<6, _>(&qs, k, v),
+                    (Rows::Q8 { q, d }, Rows::Q8 { q: vq, d: vd }) => {
+                        on_every_kernel::<6, _>(&qs, Q8 { q, d }, Q8 { q: vq, d: vd })
+                    }
+                    _ => unreachable!(),
+                };
+                let (first, want) = &runs[0];
+                for (kernel, got) in &runs[1..] {
+                    let same = got.iter().zip(want).all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(same, "{kind}, hd {hd}, {len} keys: {kernel:?} differs from {first:?}");
+                }
+                // And 5 heads, which no SIMD path holds whole.
+                let runs = match (cache.keys(0, hd, len), cache.values(0, hd, len)) {
+                    (Rows::F16(k), Rows::F16(v)) => on_every_kernel::<5, _>(&qs[..5], k, v),
+                    (Rows::Q8 { q, d }, Rows::Q8 { q: vq, d: vd }) => {
+                        on_every_kernel::<5, _>(&qs[..5], Q8 { q, d }, Q8 { q: vq, d: vd })
+                    }
+                    _ => unreachable!(),
+                };
+                assert!(
+                    runs.windows(2).all(|w| w[0].1.iter().zip(&w[1].1).all(|(a, b)| a.to_bits() == b.to_bits())),
+                    "{kind}, hd {hd}: 5 heads"
+                );
+            }
+        }
+        eprintln!("kernels compared: {:?}", Kernel::available());
     }
 
     #[test]
