@@ -51,6 +51,8 @@ const r1 = path.join(dataDir, 'r1-1.5b.gguf');
 execFileSync(exampleBinary('r1_test_model'), [large, r1]);
 fs.writeFileSync(path.join(dataDir, 'settings.json'), JSON.stringify({
   threads: 2, max_sequences: 2, context_size: 4096, temperature: 0, thinking_budget: 400, max_tokens: TOKENS,
+  // Plain decoding, as `ponder bench`'s single stream: the ratio compares the window, not the drafts.
+  speculative_decoding: false,
 }));
 const app = await launchApp({ PONDER_DATA_DIR: dataDir, PONDER_MODEL: r1 });
 const replies = [];

@@ -133,7 +133,12 @@ context_size: number,
 /**
  * How the engine's KV cache stores keys and values (applies at the next start).
  */
-kv_cache: KvCacheType, temperature: number, top_p: number, max_tokens: number, 
+kv_cache: KvCacheType, 
+/**
+ * Let a chat that runs alone guess its next tokens from text it has already seen, and check
+ * the guesses in one step: replies come faster, word for word the same when greedy.
+ */
+speculative_decoding: boolean, temperature: number, top_p: number, max_tokens: number, 
 /**
  * Close the thought after this many tokens; `None` lets the model think as long as it likes.
  */

@@ -166,6 +166,8 @@ test('settings: switching to Chinese translates the window and is saved', async 
   await page.getByTestId('thinking-budget').fill('256');
   await page.getByTestId('theme').selectOption('dark');
   await page.getByTestId('kv-cache').selectOption('q8_0');
+  assert.equal(await page.getByTestId('speculative').isChecked(), true);
+  await page.getByTestId('speculative').uncheck();
   await page.getByTestId('save-settings').click();
   await page.getByTestId('settings-message').waitFor();
   assert.equal(await page.getByTestId('settings-message').textContent(), '已保存。');
@@ -174,6 +176,7 @@ test('settings: switching to Chinese translates the window and is saved', async 
   assert.equal(saved.language, 'zh-CN');
   assert.equal(saved.thinking_budget, 256);
   assert.equal(saved.kv_cache, 'q8_0');
+  assert.equal(saved.speculative_decoding, false);
   assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'dark');
   assert.equal(await page.evaluate(() => document.documentElement.lang), 'zh-CN');
   await page.close();

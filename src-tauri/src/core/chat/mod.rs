@@ -148,6 +148,7 @@ impl ChatState {
             thinking_budget: settings.thinking_budget,
             thinking,
             priority: Priority::Interactive,
+            speculate: settings.speculative_decoding,
             ..GenerateRequest::chat(history)
         };
         let this = self.clone();
@@ -384,6 +385,28 @@ mod tests {
         assert_eq!(error.code, "chat.context_full", "{error:?}");
         assert_eq!(error.params["context_length"], "2048");
         assert_eq!(failed.finish_reason.as_deref(), Some("error"));
+    }
+
+    #[test]
+    fn the_speculative_decoding_setting_reaches_the_engine() {
+        ponder_testkit::threads();
+        let dir = tempfile::tempdir().unwrap();
+        let settings =
+            Settings { thinking_budget: Some(4), max_tokens: 48, temperature: 0.0, context_size: 2048, ..Settings::default() };
+        let engine = Arc::new(EngineState::default());
+        engine.load(r1_model(), &settings);
+        let chat = Arc::new(ChatState::new(ChatStore::open_or_move_aside(&dir.path().join("chat.sqlite")).unwrap().0));
+        let drafted_by = |speculative_decoding: bool| {
+            let conv = chat.store.lock().unwrap().create(store::UNTITLED).unwrap();
+            chat.store.lock().unwrap().add(conv.id, Role::User, "Repeat `x = 1; y = 2;` ten times, one per line.").unwrap();
+            let before = engine.wait().unwrap().stats().total_drafted;
+            let (tx, rx) = mpsc::channel();
+            chat.start_reply(conv.id, engine.clone(), &Settings { speculative_decoding, ..settings.clone() }, tx).unwrap();
+            assert_eq!(finished(&rx).2, None);
+            engine.wait().unwrap().stats().total_drafted - before
+        };
+        assert_eq!(drafted_by(false), 0, "off: no drafts");
+        assert!(drafted_by(true) > 0, "on (the default): a repetitive reply drafts");
     }
 
     #[test]

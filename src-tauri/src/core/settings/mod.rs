@@ -25,6 +25,9 @@ pub struct Settings {
     pub context_size: usize,
     /// How the engine's KV cache stores keys and values (applies at the next start).
     pub kv_cache: ponder_engine::KvCacheType,
+    /// Let a chat that runs alone guess its next tokens from text it has already seen, and check
+    /// the guesses in one step: replies come faster, word for word the same when greedy.
+    pub speculative_decoding: bool,
     pub temperature: f32,
     pub top_p: f32,
     pub max_tokens: usize,
@@ -70,6 +73,7 @@ impl Default for Settings {
             max_sequences: 8,
             context_size: 16384,
             kv_cache: ponder_engine::KvCacheType::F16,
+            speculative_decoding: true,
             temperature: ponder_engine::SamplingParams::default().temperature,
             top_p: ponder_engine::SamplingParams::default().top_p,
             // Twice the engine's default: a chat has no deadline, and a hard question's
@@ -186,12 +190,14 @@ mod tests {
             s.temperature = 0.3;
             s.language = Language::SimplifiedChinese;
             s.kv_cache = ponder_engine::KvCacheType::Q8_0;
+            s.speculative_decoding = false;
         })
         .unwrap();
         let again = state(dir.path()).get();
         assert_eq!(again.temperature, 0.3);
         assert_eq!(again.language, Language::SimplifiedChinese);
         assert_eq!(again.kv_cache, ponder_engine::KvCacheType::Q8_0);
+        assert!(!again.speculative_decoding);
         let file = std::fs::read_to_string(dir.path().join("settings.json")).unwrap();
         assert!(file.contains(r#""kv_cache": "q8_0""#) || file.contains(r#""kv_cache":"q8_0""#), "{file}");
     }
@@ -203,6 +209,7 @@ mod tests {
         assert_eq!(state(dir.path()).get().top_p, 0.5);
         assert_eq!(state(dir.path()).get().max_sequences, 8);
         assert_eq!(state(dir.path()).get().kv_cache, ponder_engine::KvCacheType::F16);
+        assert!(state(dir.path()).get().speculative_decoding, "on unless turned off");
         std::fs::write(dir.path().join("settings.json"), "{ not json").unwrap();
         assert_eq!(state(dir.path()).get(), Settings::default());
         assert!(dir.path().join("settings.json.unreadable").exists());
