@@ -75,12 +75,13 @@ fuzz:
 
 # Engine speed on the 1.5B test model with 2 threads (medians of 3 runs), as JSON: once with
 # candle's K-quant kernels (the baseline), once with Ponder's (the default); then the kernels
-# alone on real weights (criterion).
+# alone on real weights and decode attention at depth (criterion).
 bench: setup
 	$(CARGO) build --release -p ponder-cli
 	$(TARGET_DIR)/release/ponder --threads 2 --model $(PONDER_TEST_MODELS)/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf bench --json --kernels candle
 	$(TARGET_DIR)/release/ponder --threads 2 --model $(PONDER_TEST_MODELS)/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf bench --json --kernels ponder
 	$(CARGO) bench -p ponder-engine --bench kquants
+	$(CARGO) bench -p ponder-engine --bench attention
 	$(CARGO) bench -p ponder-jobs --bench read_file
 	$(MAKE) --no-print-directory bench-app
 
