@@ -32,9 +32,19 @@ use half::f16;
 /// Multiply-adds below which a step's attention stays on the calling thread.
 const PARALLEL_FROM: usize = 1 << 18;
 
-/// Query heads that read one KV head together, at most: two keys' (or two eight-value columns')
-/// sums for each, twelve in all, stay in the sixteen registers with the values they multiply.
-const GROUP: usize = 6;
+/// Query heads that read one KV head together, at most (see [`group_size`]).
+const MAX_GROUP: usize = 8;
+
+/// Query heads that read one KV head together on this CPU's kernel, so that each head's two sums
+/// (two keys, or two columns of values) stay in registers with the values they multiply: twelve
+/// of AVX2's sixteen, sixteen of AVX-512's thirty-two. A model with seven query heads per KV head
+/// (Qwen2 0.5B and 7B) then reads its cache once with AVX-512, twice (as 4 and 3) with AVX2.
+fn group_size() -> usize {
+    match Kernel::chosen() {
+        Kernel::Avx512 => MAX_GROUP,
+        Kernel::Avx2 | Kernel::Reference => 6,
+    }
+}
 
 /// Keys whose values are summed into the output before the next ones: 256 rows of 128 f16
 /// values take 64 KiB, which the second-level cache keeps while every column of them is summed.
@@ -75,6 +85,7 @@ pub fn attend(q: &[f32], total: usize, spans: &[Span], shape: Heads) -> Vec<f32>
     let dst = Disjoint::new(&mut out);
     // A task is one row's query heads that share a KV head (grouped-query attention): each key
     // and value is widened once for all of them, not once per head.
+    let most = group_size();
     parallel::for_chunks_when(parallel, total * kv_heads, |tasks| {
         let mut scores = Vec::new();
         for task in tasks {
@@ -83,11 +94,11 @@ pub fn attend(q: &[f32], total: usize, spans: &[Span], shape: Heads) -> Vec<f32>
             let visible = s.past + (row - s.first_row) + 1;
             let (keys, values) = (s.cache.keys(g, hd, visible), s.cache.values(g, hd, visible));
             // The heads in groups as even as they can be (7 as 4 and 3, not 6 and 1).
-            let groups = rep.div_ceil(GROUP);
+            let groups = rep.div_ceil(most);
             for k in 0..groups {
                 let first = g * rep + k * rep / groups;
                 let n = g * rep + (k + 1) * rep / groups - first;
-                let qs: [&[f32]; GROUP] = std::array::from_fn(|i| &q[((first + i.min(n - 1)) * total + row) * hd..][..hd]);
+                let qs: [&[f32]; MAX_GROUP] = std::array::from_fn(|i| &q[((first + i.min(n - 1)) * total + row) * hd..][..hd]);
                 let qs = &qs[..n];
                 // SAFETY: task (row, g) alone writes these heads' slices of the row.
                 let o = unsafe { dst.slice((row * heads + first) * hd..(row * heads + first + n) * hd) };
@@ -97,7 +108,9 @@ pub fn attend(q: &[f32], total: usize, spans: &[Span], shape: Heads) -> Vec<f32>
                     3 => group::<3>(qs, keys, values, &mut scores, o),
                     4 => group::<4>(qs, keys, values, &mut scores, o),
                     5 => group::<5>(qs, keys, values, &mut scores, o),
-                    _ => group::<GROUP>(qs, keys, values, &mut scores, o),
+                    6 => group::<6>(qs, keys, values, &mut scores, o),
+                    7 => group::<7>(qs, keys, values, &mut scores, o),
+                    _ => group::<MAX_GROUP>(qs, keys, values, &mut scores, o),
                 }
             }
         }
@@ -534,12 +547,12 @@ mod tests {
                 let kind = kind.for_head_dim(hd);
                 let mut cache = LayerCache::new(kind);
                 cache.append(1, hd, &values(len * hd, 11), &values(len * hd, 12));
-                let q = values(6 * hd, 13);
+                let q = values(7 * hd, 13);
                 let qs: Vec<&[f32]> = q.chunks(hd).collect();
                 let runs = match (cache.keys(0, hd, len), cache.values(0, hd, len)) {
-                    (Rows::F16(k), Rows::F16(v)) => on_every_kernel::<6, _>(&qs, k, v),
+                    (Rows::F16(k), Rows::F16(v)) => on_every_kernel::<6, _>(&qs[..6], k, v),
                     (Rows::Q8 { q, d }, Rows::Q8 { q: vq, d: vd }) => {
-                        on_every_kernel::<6, _>(&qs, Q8 { q, d }, Q8 { q: vq, d: vd })
+                        on_every_kernel::<6, _>(&qs[..6], Q8 { q, d }, Q8 { q: vq, d: vd })
                     }
                     _ => unreachable!(),
                 };
@@ -548,18 +561,21 @@ mod tests {
                     let same = got.iter().zip(want).all(|(a, b)| a.to_bits() == b.to_bits());
                     assert!(same, "{kind}, hd {hd}, {len} keys: {kernel:?} differs from {first:?}");
                 }
-                // And 5 heads, which no SIMD path holds whole.
-                let runs = match (cache.keys(0, hd, len), cache.values(0, hd, len)) {
-                    (Rows::F16(k), Rows::F16(v)) => on_every_kernel::<5, _>(&qs[..5], k, v),
+                // And 5 and 7 heads (AVX-512 takes up to 8 at once).
+                let same = |runs: Vec<(Kernel, Vec<f32>)>| {
+                    runs.windows(2).all(|w| w[0].1.iter().zip(&w[1].1).all(|(a, b)| a.to_bits() == b.to_bits()))
+                };
+                let (five, seven) = match (cache.keys(0, hd, len), cache.values(0, hd, len)) {
+                    (Rows::F16(k), Rows::F16(v)) => {
+                        (on_every_kernel::<5, _>(&qs[..5], k, v), on_every_kernel::<7, _>(&qs[..7], k, v))
+                    }
                     (Rows::Q8 { q, d }, Rows::Q8 { q: vq, d: vd }) => {
-                        on_every_kernel::<5, _>(&qs[..5], Q8 { q, d }, Q8 { q: vq, d: vd })
+                        let (k, v) = (Q8 { q, d }, Q8 { q: vq, d: vd });
+                        (on_every_kernel::<5, _>(&qs[..5], k, v), on_every_kernel::<7, _>(&qs[..7], k, v))
                     }
                     _ => unreachable!(),
                 };
-                assert!(
-                    runs.windows(2).all(|w| w[0].1.iter().zip(&w[1].1).all(|(a, b)| a.to_bits() == b.to_bits())),
-                    "{kind}, hd {hd}: 5 heads"
-                );
+                assert!(same(five) && same(seven), "{kind}, hd {hd}: 5 or 7 heads");
             }
         }
         eprintln!("kernels compared: {:?}", Kernel::available());
