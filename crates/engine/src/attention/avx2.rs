@@ -130,12 +130,12 @@ unsafe fn sum_lanes8(a: &[__m256; 8]) -> __m256 {
 }
 
 /// `s[i] = e^(s[i] - max)` for the whole eights of `s` and the rest, with `max` the largest
-/// (NaN ignored, as `f32::max` does) and [`exp`]'s bits. Returns `s.len()`.
+/// (NaN ignored, as `f32::max` does) and [`exp`]'s bits.
 ///
 /// # Safety
 /// The CPU has AVX2, and the caller is compiled for it.
 #[inline(always)]
-pub(super) unsafe fn exp_less_max(s: &mut [f32]) -> usize {
+pub(super) unsafe fn exp_less_max(s: &mut [f32]) {
     let whole = s.len() / 8 * 8;
     // SAFETY: loads and stores of 8 below `whole`; the CPU has AVX2 (the caller's contract).
     unsafe {
@@ -155,7 +155,6 @@ pub(super) unsafe fn exp_less_max(s: &mut [f32]) -> usize {
             *x = exp(*x - max);
         }
     }
-    s.len()
 }
 
 /// [`exp`] of eight values, step for step (no fused operations where it has none), so each
@@ -198,10 +197,10 @@ pub(crate) unsafe fn exp8(x: __m256) -> __m256 {
 /// The CPU has AVX2, FMA and F16C, and the caller is compiled for them.
 #[inline(always)]
 pub(super) unsafe fn weighted_sums<const N: usize, S: Stored>(scores: &[f32], len: usize, values: S, hd: usize, out: &mut [f32]) {
-    let (n8, n16) = (hd / 8 * 8, hd / 16 * 16);
+    let n16 = hd / 16 * 16;
     assert!(scores.len() >= N * len && values.values() >= len * hd && out.len() >= N * hd);
     // SAFETY: the CPU has the features (the caller's contract); loads read 8 values at column
-    // col < n8 of value rows j < len, stores write 8 at column col of head rows h < N, and
+    // col < n16 of value rows j < len, stores write 8 at column col of head rows h < N, and
     // scores are read below N·len (all checked above).
     unsafe {
         for start in (0..len).step_by(VALUE_BLOCK) {
@@ -232,27 +231,10 @@ pub(super) unsafe fn weighted_sums<const N: usize, S: Stored>(scores: &[f32], le
                     _mm256_storeu_ps(o.add(8), a[1]);
                 }
             }
-            if n16 < n8 {
-                let col = n16;
-                let mut acc = [_mm256_setzero_ps(); N];
-                if start > 0 {
-                    for (h, a) in acc.iter_mut().enumerate() {
-                        *a = _mm256_loadu_ps(out.as_ptr().add(h * hd + col));
-                    }
-                }
-                for j in start..end {
-                    let v = values.load8(j * hd + col);
-                    for (h, a) in acc.iter_mut().enumerate() {
-                        *a = _mm256_fmadd_ps(_mm256_set1_ps(*scores.get_unchecked(h * len + j)), v, *a);
-                    }
-                }
-                for (h, a) in acc.iter().enumerate() {
-                    _mm256_storeu_ps(out.as_mut_ptr().add(h * hd + col), *a);
-                }
-            }
         }
     }
-    tail_sums::<N, S>(scores, len, values, hd, n8, out);
+    // Columns past the last whole sixteen (none for head sizes of 64 or 128).
+    tail_sums::<N, S>(scores, len, values, hd, n16, out);
 }
 
 #[cfg(test)]

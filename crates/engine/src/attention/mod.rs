@@ -85,7 +85,8 @@ pub fn attend(q: &[f32], total: usize, spans: &[Span], shape: Heads) -> Vec<f32>
     let dst = Disjoint::new(&mut out);
     // A task is one row's query heads that share a KV head (grouped-query attention): each key
     // and value is widened once for all of them, not once per head.
-    let most = group_size();
+    // The heads in groups as even as they can be (7 as 4 and 3, not 6 and 1).
+    let groups = rep.div_ceil(group_size());
     parallel::for_chunks_when(parallel, total * kv_heads, |tasks| {
         let mut scores = Vec::new();
         for task in tasks {
@@ -93,8 +94,6 @@ pub fn attend(q: &[f32], total: usize, spans: &[Span], shape: Heads) -> Vec<f32>
             let s = &spans[owner[row]];
             let visible = s.past + (row - s.first_row) + 1;
             let (keys, values) = (s.cache.keys(g, hd, visible), s.cache.values(g, hd, visible));
-            // The heads in groups as even as they can be (7 as 4 and 3, not 6 and 1).
-            let groups = rep.div_ceil(most);
             for k in 0..groups {
                 let first = g * rep + k * rep / groups;
                 let n = g * rep + (k + 1) * rep / groups - first;
@@ -197,21 +196,24 @@ fn group_body<const N: usize, S: Stored, const L: u8>(qs: &[&[f32]], keys: S, va
 /// `s` becomes its softmax: `e^(x - max)`, divided by their sum.
 #[inline(always)]
 fn softmax<const L: u8>(s: &mut [f32]) {
-    let mut done = 0;
-    #[cfg(target_arch = "x86_64")]
-    if L >= AVX2 {
-        // SAFETY: the caller was compiled for AVX2, on a CPU that has it.
-        done = unsafe { avx2::exp_less_max(s) };
-    }
-    if done < s.len() {
-        let max = s.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x));
-        for x in s.iter_mut() {
-            *x = exp(*x - max);
-        }
-    }
+    exp_less_max::<L>(s);
     let inv = 1.0 / sum(s);
     for x in s.iter_mut() {
         *x *= inv;
+    }
+}
+
+/// `s[i] = e^(s[i] - max)`, with `max` the largest (NaN skipped, as `f32::max` skips it).
+#[inline(always)]
+fn exp_less_max<const L: u8>(s: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if L >= AVX2 {
+        // SAFETY: the caller was compiled for AVX2, on a CPU that has it.
+        return unsafe { avx2::exp_less_max(s) };
+    }
+    let max = s.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x));
+    for x in s.iter_mut() {
+        *x = exp(*x - max);
     }
 }
 
@@ -542,7 +544,7 @@ mod tests {
     fn every_kernel_gives_the_same_bits() {
         // Head sizes with and without whole 32s and 16s (20 leaves a tail after the last
         // eight); lengths with and without whole eights, across a value block.
-        for (hd, len) in [(128, 8), (128, 301), (64, 17), (80, 40), (20, 13), (128, 3)] {
+        for (hd, len) in [(128, 8), (128, 301), (64, 17), (80, 40), (20, 13), (24, 9), (128, 3)] {
             for kind in KvCacheType::ALL {
                 let kind = kind.for_head_dim(hd);
                 let mut cache = LayerCache::new(kind);
