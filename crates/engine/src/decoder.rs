@@ -9,6 +9,7 @@
 //! the other rows in the step, so batching does not change what a sequence computes.
 
 use crate::attention;
+use crate::channel_scales::{ChannelScales, LayerScales};
 use crate::family::Family;
 use crate::kquants::{KQuantKernels, KQuantMatrix};
 use crate::kv_cache::{KvCacheType, SeqCache};
@@ -17,7 +18,7 @@ use crate::rope::{Rope, RopeScaling, RopeStyle};
 use crate::rowwise;
 use candle_core::quantized::{gguf_file, GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Shapes and constants of a model.
 #[derive(Debug, Clone, PartialEq)]
@@ -162,6 +163,8 @@ struct StepCtx<'a> {
     rope: &'a Rope,
     heads: attention::Heads,
     device: &'a Device,
+    /// Each layer's divisors for 8-bit caches, when the step has one.
+    scales: Option<&'a [LayerScales]>,
 }
 
 impl Attention {
@@ -176,13 +179,22 @@ impl Attention {
             None => (q, k),
         };
         // Laid out by head, (heads, T, hd), q and k rotated for their positions.
-        let qv = step.rope.apply(&q, nh, step.positions)?;
+        let mut qv = step.rope.apply(&q, nh, step.positions)?;
         let kv = step.rope.apply(&k, nkv, step.positions)?;
         let vv = rowwise::by_head(&v, nkv, hd)?;
         let mut offset = 0;
         for s in inputs.iter_mut() {
             let len = s.tokens.len();
-            let (k_s, v_s) = (rows(&kv, nkv, total, hd, offset, len), rows(&vv, nkv, total, hd, offset, len));
+            let (mut k_s, mut v_s) = (rows(&kv, nkv, total, hd, offset, len), rows(&vv, nkv, total, hd, offset, len));
+            if let Some(scales) = step.scales.filter(|_| s.cache.kind() == KvCacheType::Q8_0).map(|all| &all[layer]) {
+                if let Some(keys) = &scales.keys {
+                    keys.divide(&mut k_s);
+                    keys.scale_queries(&mut qv, nh, total, offset, len);
+                }
+                if let Some(values) = &scales.values {
+                    values.divide(&mut v_s);
+                }
+            }
             s.cache.layer_mut(layer).append(nkv, hd, &k_s, &v_s);
             offset += len;
         }
@@ -195,7 +207,16 @@ impl Attention {
                 Some(span)
             })
             .collect();
-        let attn = attention::attend(&qv, total, &spans, step.heads);
+        let mut attn = attention::attend(&qv, total, &spans, step.heads);
+        if let Some(scales) = step.scales.and_then(|all| all[layer].values.as_ref()) {
+            let mut first = 0;
+            for s in inputs.iter() {
+                if s.cache.kind() == KvCacheType::Q8_0 {
+                    scales.scale_outputs(&mut attn, nh, first, s.tokens.len());
+                }
+                first += s.tokens.len();
+            }
+        }
         self.o.forward(&Tensor::from_vec(attn, (total, nh * hd), step.device)?)
     }
 }
@@ -291,6 +312,10 @@ pub struct Decoder {
     output: Linear,
     rope: Rope,
     device: Device,
+    /// The tokens an 8-bit cache's divisors are measured on ([`Decoder::set_calibration`]).
+    calibration: Vec<u32>,
+    /// Each layer's divisors, measured when the first 8-bit cache is made.
+    cache_scales: OnceLock<Vec<LayerScales>>,
 }
 
 /// Errors are candle's own; the loader maps them to what a user can act on.
@@ -308,8 +333,13 @@ impl Decoder {
     }
 
     /// A new, empty KV cache for one sequence, of [`Decoder::kv_cache_type`]`(kind)`.
+    /// The first 8-bit cache measures the model's divisors for it (see [`Decoder::cache_scales`]).
     pub fn new_cache(&self, kind: KvCacheType) -> SeqCache {
-        SeqCache::new(self.config.num_layers, self.kv_cache_type(kind))
+        let kind = self.kv_cache_type(kind);
+        if kind == KvCacheType::Q8_0 {
+            self.cache_scales();
+        }
+        SeqCache::new(self.config.num_layers, kind)
     }
 
     /// Loads the model from an opened GGUF file (metadata already validated by the caller).
@@ -427,7 +457,56 @@ impl Decoder {
             config.rope_style,
             config.rope_scaling.as_ref(),
         )?;
-        Ok(Self { config, embed, layers, norm, output, rope, device: device.clone() })
+        Ok(Self {
+            config,
+            embed,
+            layers,
+            norm,
+            output,
+            rope,
+            device: device.clone(),
+            calibration: Vec::new(),
+            cache_scales: OnceLock::new(),
+        })
+    }
+
+    /// The tokens of [`channel_scales::CALIBRATION_TEXT`](crate::channel_scales::CALIBRATION_TEXT)
+    /// in this model's vocabulary, on which an 8-bit cache's divisors are measured. Without them
+    /// (a model built without a tokenizer) the 8-bit cache stores the values as they are.
+    pub fn set_calibration(&mut self, tokens: Vec<u32>) {
+        self.calibration = tokens;
+        self.cache_scales = OnceLock::new();
+    }
+
+    /// Each layer's divisors for an 8-bit cache: the calibration text read once with an f16 cache,
+    /// and each channel's size taken from what that cache holds.
+    fn cache_scales(&self) -> &[LayerScales] {
+        self.cache_scales.get_or_init(|| {
+            let cfg = &self.config;
+            let none = || vec![LayerScales::default(); cfg.num_layers];
+            let n = self.calibration.len().min(cfg.context_length);
+            if n == 0 {
+                return none();
+            }
+            let mut cache = SeqCache::new(cfg.num_layers, KvCacheType::F16);
+            let read = self.forward(&mut [StepInput { tokens: &self.calibration[..n], cache: &mut cache, logit_rows: 0 }]);
+            if let Err(e) = read {
+                tracing::warn!("8-bit cache: the calibration text failed ({e}); values are stored unscaled");
+                return none();
+            }
+            let (kv_heads, hd) = (cfg.num_kv_heads, cfg.head_dim);
+            (0..cfg.num_layers)
+                .map(|l| {
+                    let layer = cache.layer(l);
+                    LayerScales {
+                        // Qwen3 norms each key head, and its gains set the channels' sizes; those
+                        // keys are measured like any other.
+                        keys: ChannelScales::measure(kv_heads, hd, Some(cfg.rope_style), |h| layer.keys(h, hd, n)),
+                        values: ChannelScales::measure(kv_heads, hd, None, |h| layer.values(h, hd, n)),
+                    }
+                })
+                .collect()
+        })
     }
 
     /// Runs one step over a ragged batch. Returns the logits each input asked for, in input
@@ -459,6 +538,7 @@ impl Decoder {
             rope: &self.rope,
             heads: attention::Heads { heads: cfg.num_heads, kv_heads: cfg.num_kv_heads, hd: cfg.head_dim },
             device: &self.device,
+            scales: inputs.iter().any(|s| s.cache.kind() == KvCacheType::Q8_0).then(|| self.cache_scales()),
         };
         let mut x = self.embed.forward(&ids)?; // (T, H)
         for (i, layer) in self.layers.iter().enumerate() {

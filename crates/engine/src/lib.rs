@@ -7,6 +7,7 @@
 pub mod attention;
 pub mod bench;
 pub mod catalog;
+pub mod channel_scales;
 pub mod chat_template;
 pub mod decoder;
 pub mod download;

@@ -583,6 +583,12 @@ fn gguf_info(path: &Path, ct: &gguf_file::Content, size: u64) -> ModelInfo {
     }
 }
 
+/// The text an 8-bit cache's divisors are measured on, in the model's tokens (none if the
+/// vocabulary cannot spell it, and the cache then stores values unscaled).
+fn calibration_tokens(tokenizer: &Tokenizer) -> Vec<u32> {
+    tokenizer.encode_plain(crate::channel_scales::CALIBRATION_TEXT).unwrap_or_default()
+}
+
 fn load_gguf(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
     let (ct, size) = read_gguf_header(path)?;
     let md = |key: &str| ct.metadata.get(key);
@@ -610,8 +616,9 @@ fn load_gguf(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
         let divisors = divisors.and_then(|t| t.to_vec1::<f32>()).map_err(bad)?;
         config.rope_scaling = Some(RopeScaling::Divisors(divisors));
     }
-    let model = Decoder::from_gguf(&ct, &mut cursor, config.clone(), opts.kernels, &Device::Cpu)
+    let mut model = Decoder::from_gguf(&ct, &mut cursor, config.clone(), opts.kernels, &Device::Cpu)
         .map_err(|e| EngineError::BadModel { path: path.into(), detail: e.to_string() })?;
+    model.set_calibration(calibration_tokens(&tokenizer));
     report(LoadProgress { done_bytes: total, total_bytes: total });
 
     let mut info = ModelInfo { context_length: config.context_length, ..gguf_info(path, &ct, size) };
@@ -648,8 +655,9 @@ fn load_safetensors_dir(dir: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
     // SAFETY: read-only maps of files the user pointed us at; see `load_gguf`.
     let vb = unsafe { candle_nn::VarBuilder::from_mmaped_safetensors(&files, candle_core::DType::F32, &Device::Cpu) }
         .map_err(|e| EngineError::BadModel { path: dir.into(), detail: e.to_string() })?;
-    let model = Decoder::from_var_builder(vb, config.clone(), tie)
+    let mut model = Decoder::from_var_builder(vb, config.clone(), tie)
         .map_err(|e| EngineError::BadModel { path: dir.into(), detail: e.to_string() })?;
+    model.set_calibration(calibration_tokens(&tokenizer));
     let info = ModelInfo {
         name: dir.file_name().unwrap_or_default().to_string_lossy().into_owned(),
         path: dir.to_path_buf(),

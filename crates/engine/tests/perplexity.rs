@@ -68,21 +68,26 @@ fn a_repeated_text_is_less_perplexing_than_the_same_words_shuffled() {
     assert!(matches!(short, EngineError::TextTooShort { needed: 128, context: 64, .. }), "{short}");
 }
 
-/// The 8-bit cache costs the 1.5B model little: on a real text (Debian's copy of the GPL, on
-/// every Debian system), its perplexity is within 0.5 % of the f16 cache's. (The 0.5B model's
-/// keys lose more in 8 bits: see `kv_cache`.)
+/// The 8-bit cache costs little: on a real text (Debian's copy of the GPL, on every Debian
+/// system, six chunks of 512), each test model's perplexity is within 2 % of the f16 cache's
+/// (measured: 0.5B +1.4 %, 1.5B -0.3 %). The 0.5B model's keys have channels a hundred times
+/// larger than the rest, which cost it +5.4 % here before the cache evened them out
+/// (`channel_scales`).
 #[test]
 fn the_8_bit_cache_scores_a_text_almost_as_the_f16_cache_does() {
     ponder_testkit::threads();
-    let m = load(&ponder_testkit::model(ponder_testkit::LARGE), &LoadOptions::default()).unwrap();
     let text = std::fs::read_to_string("/usr/share/common-licenses/GPL-3").expect("Debian's base-files");
-    let score = |kv_cache| {
-        let opts = PerplexityOptions { context: 128, max_chunks: Some(4), kv_cache };
-        perplexity(&m, &text, &opts, |_, _, _| {}).unwrap()
-    };
-    let (f16, q8) = (score(KvCacheType::F16), score(KvCacheType::Q8_0));
-    assert_eq!((f16.kv_cache, q8.kv_cache), (KvCacheType::F16, KvCacheType::Q8_0));
-    assert_ne!(f16.perplexity, q8.perplexity, "the two caches store different values");
-    let change = q8.perplexity / f16.perplexity - 1.0;
-    assert!(change.abs() < 0.005, "q8_0 {} against f16 {}: {:+.2} %", q8.perplexity, f16.perplexity, 100.0 * change);
+    for model in [ponder_testkit::small_model(), ponder_testkit::model(ponder_testkit::LARGE)] {
+        let m = load(&model, &LoadOptions::default()).unwrap();
+        let score = |kv_cache| {
+            let opts = PerplexityOptions { context: 512, max_chunks: Some(6), kv_cache };
+            perplexity(&m, &text, &opts, |_, _, _| {}).unwrap()
+        };
+        let (f16, q8) = (score(KvCacheType::F16), score(KvCacheType::Q8_0));
+        assert_eq!((f16.kv_cache, q8.kv_cache), (KvCacheType::F16, KvCacheType::Q8_0));
+        assert_ne!(f16.perplexity, q8.perplexity, "the two caches store different values");
+        let change = q8.perplexity / f16.perplexity - 1.0;
+        let name = model.file_name().unwrap().to_string_lossy();
+        assert!(change.abs() < 0.02, "{name}: q8_0 {} against f16 {}: {:+.2} %", q8.perplexity, f16.perplexity, 100.0 * change);
+    }
 }
