@@ -499,8 +499,6 @@ impl Decoder {
                 .map(|l| {
                     let layer = cache.layer(l);
                     LayerScales {
-                        // Qwen3 norms each key head, and its gains set the channels' sizes; those
-                        // keys are measured like any other.
                         keys: ChannelScales::measure(kv_heads, hd, Some(cfg.rope_style), |h| layer.keys(h, hd, n)),
                         values: ChannelScales::measure(kv_heads, hd, None, |h| layer.values(h, hd, n)),
                     }

@@ -116,6 +116,13 @@ impl Buffer {
         }
     }
 
+    fn kind(&self) -> KvCacheType {
+        match self {
+            Buffer::F16(_) => KvCacheType::F16,
+            Buffer::Q8 { .. } => KvCacheType::Q8_0,
+        }
+    }
+
     /// The same rows in a buffer of `new_cap` positions per head.
     fn grow(&mut self, heads: usize, hd: usize, old_cap: usize, new_cap: usize, len: usize) {
         match self {
@@ -224,17 +231,16 @@ impl LayerCache {
 pub struct SeqCache {
     layers: Vec<LayerCache>,
     len: usize,
-    kind: KvCacheType,
 }
 
 impl SeqCache {
     pub fn new(num_layers: usize, kind: KvCacheType) -> Self {
-        Self { layers: (0..num_layers).map(|_| LayerCache::new(kind)).collect(), len: 0, kind }
+        Self { layers: (0..num_layers).map(|_| LayerCache::new(kind)).collect(), len: 0 }
     }
 
-    /// How the entries are stored.
+    /// How the entries are stored (every layer alike; f16 for a model without layers).
     pub fn kind(&self) -> KvCacheType {
-        self.kind
+        self.layers.first().map_or(KvCacheType::F16, |l| l.k.kind())
     }
 
     /// Tokens whose keys and values are cached.
@@ -274,7 +280,7 @@ impl SeqCache {
 
     /// An independent copy, for `n` samples that share one prompt prefill.
     pub fn fork(&self) -> Self {
-        Self { layers: self.layers.clone(), len: self.len, kind: self.kind }
+        Self { layers: self.layers.clone(), len: self.len }
     }
 }
 
