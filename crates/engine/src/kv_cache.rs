@@ -173,7 +173,7 @@ fn quantize_block(x: &[f32], q: &mut [i8]) -> f16 {
     let d = amax / 127.0;
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
     for (q, &v) in q.iter_mut().zip(x) {
-        *q = (v * id).round() as i8;
+        *q = crate::round::half_away(v * id) as i8;
     }
     f16::from_f32(d)
 }

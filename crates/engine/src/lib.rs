@@ -25,6 +25,7 @@ pub mod perplexity;
 pub mod process;
 pub mod request;
 pub mod rope;
+mod round;
 mod rowwise;
 pub mod sampler;
 mod scheduler;

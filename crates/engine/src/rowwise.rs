@@ -118,7 +118,7 @@ pub fn exp(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_145_75;
     const LN2_LO: f32 = 1.428_606_8e-6;
     let x = x.clamp(-87.3, 88.3);
-    let n = (x * std::f32::consts::LOG2_E).round_ties_even();
+    let n = crate::round::ties_even_small(x * std::f32::consts::LOG2_E);
     let r = (x - n * LN2_HI) - n * LN2_LO;
     let mut p = 1.0 / 5040.0;
     for c in [1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {

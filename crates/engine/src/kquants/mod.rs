@@ -113,7 +113,7 @@ impl Q8K {
         }
         let iscale = -127f32 / max;
         for (q, &x) in y.qs.iter_mut().zip(xs) {
-            *q = (iscale * x).round().clamp(-128.0, 127.0) as i8;
+            *q = crate::round::half_away(iscale * x).clamp(-128.0, 127.0) as i8;
         }
         for (j, s) in y.bsums.iter_mut().enumerate() {
             *s = y.qs[16 * j..16 * j + 16].iter().map(|&q| q as i16).sum();

@@ -73,7 +73,7 @@ impl Q8Block {
         let amax = xs.iter().fold(0f32, |m, x| m.max(x.abs()));
         let d = amax / 127.0;
         let id = if d != 0.0 { 1.0 / d } else { 0.0 };
-        let qs = std::array::from_fn(|i| (xs[i] * id).round().clamp(-127.0, 127.0) as i8);
+        let qs = std::array::from_fn(|i| crate::round::half_away(xs[i] * id).clamp(-127.0, 127.0) as i8);
         Self { d: half::f16::from_f32(d).to_f32(), qs }
     }
 
