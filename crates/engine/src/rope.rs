@@ -107,27 +107,30 @@ impl Rope {
             candle_core::bail!("position {p} is past the rotary tables");
         }
         let style = self.style;
-        heads_of(x, heads, 2 * half, |tok, v, o| {
-            let p = positions[tok] as usize;
-            let (cos, sin) = (&self.cos[p * half..][..half], &self.sin[p * half..][..half]);
-            match style {
-                RopeStyle::Halves => {
-                    let (a, b) = v.split_at(half);
-                    let (oa, ob) = o.split_at_mut(half);
-                    for j in 0..half {
-                        oa[j] = a[j] * cos[j] - b[j] * sin[j];
-                        ob[j] = b[j] * cos[j] + a[j] * sin[j];
+        // SAFETY: a head's `2 · half` values are written, each pair once, in either style.
+        unsafe {
+            heads_of(x, heads, 2 * half, |tok, v, o| {
+                let p = positions[tok] as usize;
+                let (cos, sin) = (&self.cos[p * half..][..half], &self.sin[p * half..][..half]);
+                match style {
+                    RopeStyle::Halves => {
+                        let (a, b) = v.split_at(half);
+                        let (oa, ob) = o.split_at_mut(half);
+                        for j in 0..half {
+                            oa[j] = a[j] * cos[j] - b[j] * sin[j];
+                            ob[j] = b[j] * cos[j] + a[j] * sin[j];
+                        }
+                    }
+                    RopeStyle::Pairs => {
+                        for j in 0..half {
+                            let (a, b) = (v[2 * j], v[2 * j + 1]);
+                            o[2 * j] = a * cos[j] - b * sin[j];
+                            o[2 * j + 1] = b * cos[j] + a * sin[j];
+                        }
                     }
                 }
-                RopeStyle::Pairs => {
-                    for j in 0..half {
-                        let (a, b) = (v[2 * j], v[2 * j + 1]);
-                        o[2 * j] = a * cos[j] - b * sin[j];
-                        o[2 * j + 1] = b * cos[j] + a * sin[j];
-                    }
-                }
-            }
-        })
+            })
+        }
     }
 }
 

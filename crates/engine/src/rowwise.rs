@@ -14,7 +14,7 @@ use candle_core::{CpuStorage, Device, Result, Storage, Tensor};
 const PARALLEL_FROM: usize = 1 << 15;
 
 /// A tensor's values in row-major order, borrowed when it is a contiguous f32 CPU tensor.
-fn with_values<T>(t: &Tensor, f: impl FnOnce(&[f32]) -> T) -> Result<T> {
+pub(crate) fn with_values<T>(t: &Tensor, f: impl FnOnce(&[f32]) -> T) -> Result<T> {
     let (storage, layout) = t.storage_and_layout();
     if let (Storage::Cpu(CpuStorage::F32(all)), Some((start, end))) = (&*storage, layout.contiguous_offsets()) {
         return Ok(f(&all[start..end]));
@@ -23,30 +23,42 @@ fn with_values<T>(t: &Tensor, f: impl FnOnce(&[f32]) -> T) -> Result<T> {
     Ok(f(&t.flatten_all()?.to_dtype(candle_core::DType::F32)?.to_vec1::<f32>()?))
 }
 
-/// `out` split into rows of `width`, each filled by `f(row index, row)`, in parallel when large.
-fn fill_rows(out: &mut [f32], width: usize, f: impl Fn(usize, &mut [f32]) + Sync) {
-    let (rows, parallel) = (out.len() / width, out.len() >= PARALLEL_FROM);
-    let dst = Disjoint::new(out);
-    parallel::for_chunks_when(parallel, rows, |range| {
+/// `rows` rows of `width` values, each filled by `f(row index, row)`, in parallel when large.
+/// `f` writes every value of its row: the rows start uninitialized (see [`Disjoint::spare`]).
+///
+/// # Safety
+/// `f` writes each value of the row it is given.
+unsafe fn rows_written(rows: usize, width: usize, f: impl Fn(usize, &mut [f32]) + Sync) -> Vec<f32> {
+    let (n, mut out) = (rows * width, Vec::new());
+    let dst = Disjoint::spare(&mut out, n);
+    parallel::for_chunks_when(n >= PARALLEL_FROM, rows, |range| {
         for i in range {
             // SAFETY: each row index is handed to exactly one task.
             f(i, unsafe { dst.slice(i * width..(i + 1) * width) });
         }
     });
+    // SAFETY: every row was written in full (the caller's promise), inside the room `spare` reserved.
+    unsafe { out.set_len(n) };
+    out
 }
 
 /// RMS norm of each row of `x` (`(rows, width)`), scaled by `weight`.
 pub fn rms_norm(x: &Tensor, weight: &[f32], eps: f32) -> Result<Tensor> {
     let (rows, width) = x.dims2()?;
-    let mut out = vec![0f32; rows * width];
-    with_values(x, |xs| {
-        fill_rows(&mut out, width, |i, row| {
-            let xr = &xs[i * width..(i + 1) * width];
-            let scale = 1.0 / (sum_of_squares(xr) / width as f32 + eps).sqrt();
-            for ((o, &v), &w) in row.iter_mut().zip(xr).zip(weight) {
-                *o = v * scale * w;
-            }
-        })
+    if weight.len() != width {
+        candle_core::bail!("rms_norm of {width} values with {} weights", weight.len());
+    }
+    let out = with_values(x, |xs| {
+        // SAFETY: `row`, `xr` and `weight` are all `width` long, so the loop writes every value.
+        unsafe {
+            rows_written(rows, width, |i, row| {
+                let xr = &xs[i * width..(i + 1) * width];
+                let scale = 1.0 / (sum_of_squares(xr) / width as f32 + eps).sqrt();
+                for ((o, &v), &w) in row.iter_mut().zip(xr).zip(weight) {
+                    *o = v * scale * w;
+                }
+            })
+        }
     })?;
     Tensor::from_vec(out, (rows, width), &Device::Cpu)
 }
@@ -58,17 +70,19 @@ pub fn silu_mul(gate: &Tensor, up: &Tensor) -> Result<Tensor> {
         candle_core::bail!("silu_mul of {:?} and {:?}", gate.shape(), up.shape());
     }
     let n = shape.elem_count();
-    let mut out = vec![0f32; n];
     // Rows of 1024 values: the split only chooses who computes what.
     let width = if n.is_multiple_of(1024) { 1024 } else { n.max(1) };
-    with_values(gate, |g| {
+    let out = with_values(gate, |g| {
         with_values(up, |u| {
-            fill_rows(&mut out, width, |i, row| {
-                let (g, u) = (&g[i * width..(i + 1) * width], &u[i * width..(i + 1) * width]);
-                for ((o, &g), &u) in row.iter_mut().zip(g).zip(u) {
-                    *o = g / (1.0 + exp(-g)) * u;
-                }
-            })
+            // SAFETY: `row`, `g` and `u` are all `width` long, so the loop writes every value.
+            unsafe {
+                rows_written(n / width, width, |i, row| {
+                    let (g, u) = (&g[i * width..(i + 1) * width], &u[i * width..(i + 1) * width]);
+                    for ((o, &g), &u) in row.iter_mut().zip(g).zip(u) {
+                        *o = g / (1.0 + exp(-g)) * u;
+                    }
+                })
+            }
         })
     })??;
     Tensor::from_vec(out, shape, &Device::Cpu)
@@ -76,24 +90,34 @@ pub fn silu_mul(gate: &Tensor, up: &Tensor) -> Result<Tensor> {
 
 /// `x` (`(T, heads · hd)`) laid out by head, `(heads, T, hd)`: how attention reads it.
 pub fn by_head(x: &Tensor, heads: usize, hd: usize) -> Result<Vec<f32>> {
-    heads_of(x, heads, hd, |_, v, o| o.copy_from_slice(v))
+    // SAFETY: the copy writes all of `o`.
+    unsafe { heads_of(x, heads, hd, |_, v, o| o.copy_from_slice(v)) }
 }
 
 /// `(heads, T, hd)` from `x` (`(T, heads · hd)`), each head row written by `f(token, x's
 /// values, out)`.
-pub(crate) fn heads_of(x: &Tensor, heads: usize, hd: usize, f: impl Fn(usize, &[f32], &mut [f32]) + Sync) -> Result<Vec<f32>> {
+///
+/// # Safety
+/// `f` writes every value of `out`: the rows start uninitialized.
+pub(crate) unsafe fn heads_of(
+    x: &Tensor,
+    heads: usize,
+    hd: usize,
+    f: impl Fn(usize, &[f32], &mut [f32]) + Sync,
+) -> Result<Vec<f32>> {
     let (t, width) = x.dims2()?;
     if width != heads * hd {
         candle_core::bail!("{t}×{width} values are not {heads} heads of {hd}");
     }
-    let mut out = vec![0f32; t * width];
     with_values(x, |xs| {
-        fill_rows(&mut out, hd, |i, o| {
-            let (h, tok) = (i / t, i % t);
-            f(tok, &xs[tok * width + h * hd..][..hd], o)
-        })
-    })?;
-    Ok(out)
+        // SAFETY: the caller's `f` writes all of `o` (this function's contract).
+        unsafe {
+            rows_written(t * heads, hd, |i, o| {
+                let (h, tok) = (i / t, i % t);
+                f(tok, &xs[tok * width + h * hd..][..hd], o)
+            })
+        }
+    })
 }
 
 /// Sum of squares in eight independent lanes, which the compiler turns into vector code.

@@ -302,8 +302,12 @@ impl KQuantMatrix {
         if let Some(w) = mats.iter().find(|w| w.k != k) {
             candle_core::bail!("matmul of {k} columns against a {}×{} weight", w.n, w.k);
         }
-        let xs = x.to_dtype(candle_core::DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
-        let tensor = |out: Vec<f32>, n: usize| Tensor::from_vec(out, (m, n), x.device());
+        crate::rowwise::with_values(x, |xs| Self::forward_values(mats, xs, m, k, x.device()))?
+    }
+
+    /// [`KQuantMatrix::forward_all`] of `m` rows of `k` values.
+    fn forward_values(mats: &[&Self], xs: &[f32], m: usize, k: usize, device: &Device) -> candle_core::Result<Vec<Tensor>> {
+        let tensor = |out: Vec<f32>, n: usize| Tensor::from_vec(out, (m, n), device);
         #[cfg(target_arch = "x86_64")]
         {
             let parts: Option<Vec<Part>> = mats
@@ -314,16 +318,16 @@ impl KQuantMatrix {
                 })
                 .collect();
             if let Some(parts) = parts {
-                return matmul_packed(&parts, k, &xs, m).into_iter().zip(mats).map(|(o, w)| tensor(o, w.n)).collect();
+                return matmul_packed(&parts, k, xs, m).into_iter().zip(mats).map(|(o, w)| tensor(o, w.n)).collect();
             }
         }
         // Some matrices kept their rows (a row count not a multiple of 16): one at a time.
         mats.iter()
             .map(|w| {
                 let out = match &w.stored {
-                    Stored::Rows(t) => matmul(Kernel::chosen(), w.format, &t.data()?, w.n, k, &xs, m),
+                    Stored::Rows(t) => matmul(Kernel::chosen(), w.format, &t.data()?, w.n, k, xs, m),
                     #[cfg(target_arch = "x86_64")]
-                    Stored::Packed(p) => matmul_packed(&[Part { format: w.format, w: p, n: w.n }], k, &xs, m).remove(0),
+                    Stored::Packed(p) => matmul_packed(&[Part { format: w.format, w: p, n: w.n }], k, xs, m).remove(0),
                     #[cfg(not(target_arch = "x86_64"))]
                     Stored::Packed(_) => unreachable!("packing is for the AVX-512 kernels"),
                 };
@@ -416,55 +420,57 @@ fn matmul_packed(parts: &[Part], k: usize, xs: &[f32], m: usize) -> Vec<Vec<f32>
     assert!(parts.iter().all(|p| p.n % packed::ROWS == 0 && p.w.len() == p.n / packed::ROWS * group_bytes(p.format)));
     let q8 = quantize_rows(xs, k, m);
     let acts: Vec<avx512::ActRow> = q8.iter().map(|q| avx512::ActRow::new(q)).collect();
-    let mut outs: Vec<Vec<f32>> = parts.iter().map(|p| vec![0f32; m * p.n]).collect();
-    let columns: Vec<Columns> = outs.iter_mut().zip(parts).map(|(o, p)| Columns::new(o, p.n)).collect();
     // Every part's groups in one list: part `i`'s start at `starts[i]`.
     let starts: Vec<usize> = parts.iter().scan(0, |at, p| Some(std::mem::replace(at, *at + p.n / packed::ROWS))).collect();
     let groups: usize = parts.iter().map(|p| p.n / packed::ROWS).sum();
-    parallel::for_chunks(groups, |items| {
-        let mut bytes = Vec::new();
-        for item in items {
-            let pi = starts.partition_point(|&s| s <= item) - 1;
-            let (part, gi) = (&parts[pi], item - starts[pi]);
-            let gb = group_bytes(part.format);
-            // A group's weights stay in cache while every four activation rows pass over them.
-            let mut gw = &part.w[gi * gb..(gi + 1) * gb];
-            // With many activation rows, a Q6_K group is unpacked to bytes once, not per four rows.
-            let unpack = part.format == Format::Q6K && m >= Q6K_UNPACK_FROM_ROWS;
-            if unpack {
-                // SAFETY: `chosen` picked AVX-512 for this CPU; `gw` holds whole packed Q6_K blocks.
-                unsafe { avx512::unpack_q6k(gw, &mut bytes) };
-                gw = &bytes;
-            }
-            for (c, a) in acts.chunks(avx512::MAX_ROWS).enumerate() {
-                let mut res = [[0f32; 16]; avx512::MAX_ROWS];
-                // SAFETY: `chosen` picked AVX-512 for this CPU (asserted above); every activation
-                // row has `blocks` blocks.
-                unsafe {
-                    macro_rules! go {
-                        ($f:ident $(, $s:ty)?) => {
-                            match a.len() {
-                                1 => avx512::$f::<1 $(, $s)?>(gw, a, &mut res),
-                                2 => avx512::$f::<2 $(, $s)?>(gw, a, &mut res),
-                                3 => avx512::$f::<3 $(, $s)?>(gw, a, &mut res),
-                                _ => avx512::$f::<4 $(, $s)?>(gw, a, &mut res),
-                            }
-                        };
+    let widths: Vec<usize> = parts.iter().map(|p| p.n).collect();
+    let fill = |columns: &[Columns]| {
+        parallel::for_chunks(groups, |items| {
+            let mut bytes = Vec::new();
+            for item in items {
+                let pi = starts.partition_point(|&s| s <= item) - 1;
+                let (part, gi) = (&parts[pi], item - starts[pi]);
+                let gb = group_bytes(part.format);
+                // A group's weights stay in cache while every four activation rows pass over them.
+                let mut gw = &part.w[gi * gb..(gi + 1) * gb];
+                // With many activation rows, a Q6_K group is unpacked to bytes once, not per four rows.
+                let unpack = part.format == Format::Q6K && m >= Q6K_UNPACK_FROM_ROWS;
+                if unpack {
+                    // SAFETY: `chosen` picked AVX-512 for this CPU; `gw` holds whole packed Q6_K blocks.
+                    unsafe { avx512::unpack_q6k(gw, &mut bytes) };
+                    gw = &bytes;
+                }
+                for (c, a) in acts.chunks(avx512::MAX_ROWS).enumerate() {
+                    let mut res = [[0f32; 16]; avx512::MAX_ROWS];
+                    // SAFETY: `chosen` picked AVX-512 for this CPU (asserted above); every activation
+                    // row has `blocks` blocks.
+                    unsafe {
+                        macro_rules! go {
+                            ($f:ident $(, $s:ty)?) => {
+                                match a.len() {
+                                    1 => avx512::$f::<1 $(, $s)?>(gw, a, &mut res),
+                                    2 => avx512::$f::<2 $(, $s)?>(gw, a, &mut res),
+                                    3 => avx512::$f::<3 $(, $s)?>(gw, a, &mut res),
+                                    _ => avx512::$f::<4 $(, $s)?>(gw, a, &mut res),
+                                }
+                            };
+                        }
+                        match (part.format, unpack) {
+                            (Format::Q4K, _) => go!(q4k),
+                            (Format::Q6K, false) => go!(q6k, avx512::Packed),
+                            (Format::Q6K, true) => go!(q6k, avx512::Unpacked),
+                        }
                     }
-                    match (part.format, unpack) {
-                        (Format::Q4K, _) => go!(q4k),
-                        (Format::Q6K, false) => go!(q6k, avx512::Packed),
-                        (Format::Q6K, true) => go!(q6k, avx512::Unpacked),
+                    for (r, vals) in res[..a.len()].iter().enumerate() {
+                        // SAFETY: this task alone handles group `gi` of part `pi`, so these columns.
+                        unsafe { columns[pi].set(c * avx512::MAX_ROWS + r, gi * packed::ROWS, vals) };
                     }
                 }
-                for (r, vals) in res[..a.len()].iter().enumerate() {
-                    // SAFETY: this task alone handles group `gi` of part `pi`, so these columns.
-                    unsafe { columns[pi].set(c * avx512::MAX_ROWS + r, gi * packed::ROWS, vals) };
-                }
             }
-        }
-    });
-    outs
+        })
+    };
+    // SAFETY: the groups cover every part's columns, and each group writes all `m` rows of its own.
+    unsafe { parallel::columns_written(m, &widths, fill) }
 }
 
 #[cfg(test)]

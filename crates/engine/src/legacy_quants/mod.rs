@@ -148,28 +148,30 @@ fn matmul_parts(kernel: Kernel, parts: &[Part], k: usize, acts: &[Vec<Q8Block>])
         assert_eq!(p.w.len(), p.n * blocks * p.format.block_bytes(), "weight bytes do not match {}×{k}", p.n);
     }
     let acts: Vec<&[Q8Block]> = acts.iter().map(|a| a.as_slice()).collect();
-    let mut outs: Vec<Vec<f32>> = parts.iter().map(|p| vec![0f32; acts.len() * p.n]).collect();
-    let columns: Vec<Columns> = outs.iter_mut().zip(parts).map(|(o, p)| Columns::new(o, p.n)).collect();
     // Every part's rows in one list: part `i`'s start at `starts[i]`.
     let starts: Vec<usize> = parts.iter().scan(0, |at, p| Some(std::mem::replace(at, *at + p.n))).collect();
     let total = parts.iter().map(|p| p.n).sum();
-    parallel::for_chunks(total, |items| {
-        let mut res = [0f32; MAX_ROWS];
-        for item in items {
-            let pi = starts.partition_point(|&s| s <= item) - 1;
-            let (part, j) = (&parts[pi], item - starts[pi]);
-            let row_bytes = blocks * part.format.block_bytes();
-            let row = &part.w[j * row_bytes..(j + 1) * row_bytes];
-            for (c, a) in acts.chunks(MAX_ROWS).enumerate() {
-                dot_rows(kernel, part.format, row, blocks, a, &mut res[..a.len()]);
-                for (l, &v) in res[..a.len()].iter().enumerate() {
-                    // SAFETY: this task alone handles row `j` of part `pi`, so that column.
-                    unsafe { columns[pi].set(c * MAX_ROWS + l, j, &[v]) };
+    let widths: Vec<usize> = parts.iter().map(|p| p.n).collect();
+    let fill = |columns: &[Columns]| {
+        parallel::for_chunks(total, |items| {
+            let mut res = [0f32; MAX_ROWS];
+            for item in items {
+                let pi = starts.partition_point(|&s| s <= item) - 1;
+                let (part, j) = (&parts[pi], item - starts[pi]);
+                let row_bytes = blocks * part.format.block_bytes();
+                let row = &part.w[j * row_bytes..(j + 1) * row_bytes];
+                for (c, a) in acts.chunks(MAX_ROWS).enumerate() {
+                    dot_rows(kernel, part.format, row, blocks, a, &mut res[..a.len()]);
+                    for (l, &v) in res[..a.len()].iter().enumerate() {
+                        // SAFETY: this task alone handles row `j` of part `pi`, so that column.
+                        unsafe { columns[pi].set(c * MAX_ROWS + l, j, &[v]) };
+                    }
                 }
             }
-        }
-    });
-    outs
+        })
+    };
+    // SAFETY: the items cover every part's rows (columns of the result), each written for every activation row.
+    unsafe { parallel::columns_written(acts.len(), &widths, fill) }
 }
 
 /// A weight matrix of `n` rows by `k` columns in one of these formats, read as loaded.
@@ -204,8 +206,7 @@ impl LegacyMatrix {
         if let Some(w) = mats.iter().find(|w| w.k != k) {
             candle_core::bail!("matmul of {k} columns against a {}×{} weight", w.n, w.k);
         }
-        let xs = x.to_dtype(candle_core::DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
-        let acts = quantize_rows(&xs, k, m);
+        let acts = crate::rowwise::with_values(x, |xs| quantize_rows(xs, k, m))?;
         let data = mats.iter().map(|w| w.tensor.data()).collect::<candle_core::Result<Vec<_>>>()?;
         let parts: Vec<Part> = mats.iter().zip(&data).map(|(w, d)| Part { format: w.format, w: d, n: w.n }).collect();
         let outs = matmul_parts(Kernel::chosen(), &parts, k, &acts);
