@@ -67,6 +67,8 @@ pub struct Rope {
     sin: Vec<f32>,
     half: usize,
     style: RopeStyle,
+    /// The largest angle each pair turns through within the tables' positions.
+    turns: Vec<f32>,
 }
 
 impl Rope {
@@ -93,7 +95,18 @@ impl Rope {
             sin: angles.iter().map(|a| a.sin()).collect(),
             half: hd / 2,
             style,
+            turns: inv.iter().map(|f| ctx.saturating_sub(1) as f32 * f).collect(),
         })
+    }
+
+    pub fn style(&self) -> RopeStyle {
+        self.style
+    }
+
+    /// For each of the `hd / 2` pairs, the largest angle it turns through between the first
+    /// position and the last the tables hold (radians).
+    pub fn turns(&self) -> &[f32] {
+        &self.turns
     }
 
     /// `x` (`(T, heads · hd)`, token `t` at `positions[t]`) rotated, laid out by head as

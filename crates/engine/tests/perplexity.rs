@@ -69,10 +69,10 @@ fn a_repeated_text_is_less_perplexing_than_the_same_words_shuffled() {
 }
 
 /// The 8-bit cache costs little: on a real text (Debian's copy of the GPL, on every Debian
-/// system, six chunks of 512), each test model's perplexity is within 2 % of the f16 cache's
-/// (measured: 0.5B +1.4 %, 1.5B -0.3 %). The 0.5B model's keys have channels a hundred times
-/// larger than the rest, which cost it +5.4 % here before the cache evened them out
-/// (`channel_scales`).
+/// system, six chunks of 512), each test model's perplexity is within 0.75 % of the f16 cache's
+/// (measured: 0.5B +0.23 %, 1.5B -0.49 %). The 0.5B model's keys have channels a hundred times
+/// larger than the rest, which cost it +5.4 % here before the cache evened them out, and +1.4 %
+/// before the key bias of the slowly turning pairs was taken off (`channel_scales`).
 #[test]
 fn the_8_bit_cache_scores_a_text_almost_as_the_f16_cache_does() {
     ponder_testkit::threads();
@@ -88,6 +88,6 @@ fn the_8_bit_cache_scores_a_text_almost_as_the_f16_cache_does() {
         assert_ne!(f16.perplexity, q8.perplexity, "the two caches store different values");
         let change = q8.perplexity / f16.perplexity - 1.0;
         let name = model.file_name().unwrap().to_string_lossy();
-        assert!(change.abs() < 0.02, "{name}: q8_0 {} against f16 {}: {:+.2} %", q8.perplexity, f16.perplexity, 100.0 * change);
+        assert!(change.abs() < 0.0075, "{name}: q8_0 {} against f16 {}: {:+.2} %", q8.perplexity, f16.perplexity, 100.0 * change);
     }
 }
