@@ -32,6 +32,7 @@ mod scheduler;
 mod sequence;
 mod speculate;
 pub mod stream;
+mod tensor_values;
 pub mod tokenizer;
 
 pub use catalog::CatalogModel;

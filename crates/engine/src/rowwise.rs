@@ -8,20 +8,11 @@
 //! the same bits whatever else is in the step.
 
 use crate::parallel::{self, Disjoint};
-use candle_core::{CpuStorage, Device, Result, Storage, Tensor};
+use crate::tensor_values::with_values;
+use candle_core::{Device, Result, Tensor};
 
 /// Values below this many go on the calling thread: handing them to the pool costs more.
 const PARALLEL_FROM: usize = 1 << 15;
-
-/// A tensor's values in row-major order, borrowed when it is a contiguous f32 CPU tensor.
-pub(crate) fn with_values<T>(t: &Tensor, f: impl FnOnce(&[f32]) -> T) -> Result<T> {
-    let (storage, layout) = t.storage_and_layout();
-    if let (Storage::Cpu(CpuStorage::F32(all)), Some((start, end))) = (&*storage, layout.contiguous_offsets()) {
-        return Ok(f(&all[start..end]));
-    }
-    drop(storage);
-    Ok(f(&t.flatten_all()?.to_dtype(candle_core::DType::F32)?.to_vec1::<f32>()?))
-}
 
 /// `rows` rows of `width` values, each filled by `f(row index, row)`, in parallel when large.
 /// `f` writes every value of its row: the rows start uninitialized (see [`Disjoint::spare`]).

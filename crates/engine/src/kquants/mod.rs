@@ -302,7 +302,7 @@ impl KQuantMatrix {
         if let Some(w) = mats.iter().find(|w| w.k != k) {
             candle_core::bail!("matmul of {k} columns against a {}×{} weight", w.n, w.k);
         }
-        crate::rowwise::with_values(x, |xs| Self::forward_values(mats, xs, m, k, x.device()))?
+        crate::tensor_values::with_values(x, |xs| Self::forward_values(mats, xs, m, k, x.device()))?
     }
 
     /// [`KQuantMatrix::forward_all`] of `m` rows of `k` values.

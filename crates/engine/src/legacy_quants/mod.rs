@@ -206,7 +206,7 @@ impl LegacyMatrix {
         if let Some(w) = mats.iter().find(|w| w.k != k) {
             candle_core::bail!("matmul of {k} columns against a {}×{} weight", w.n, w.k);
         }
-        let acts = crate::rowwise::with_values(x, |xs| quantize_rows(xs, k, m))?;
+        let acts = crate::tensor_values::with_values(x, |xs| quantize_rows(xs, k, m))?;
         let data = mats.iter().map(|w| w.tensor.data()).collect::<candle_core::Result<Vec<_>>>()?;
         let parts: Vec<Part> = mats.iter().zip(&data).map(|(w, d)| Part { format: w.format, w: d, n: w.n }).collect();
         let outs = matmul_parts(Kernel::chosen(), &parts, k, &acts);
