@@ -2,8 +2,10 @@
 //! operations. A second pool of busy threads (rayon's) would compete with them for the cores,
 //! since candle's workers keep spinning for a while after each operation.
 
+use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// A buffer that parallel tasks fill in disjoint parts.
@@ -102,9 +104,58 @@ pub fn for_chunks(items: usize, f: impl Fn(Range<usize>) + Sync) {
 /// [`for_chunks`] when `worth_it`, else `f(0..items)` on the calling thread: small work costs
 /// less than handing it to the pool.
 pub fn for_chunks_when(worth_it: bool, items: usize, f: impl Fn(Range<usize>) + Sync) {
-    match worth_it {
-        true => candle_core::utils::barrier_pool().execute_chunked(items, f),
-        false => f(0..items),
+    // Inside a task (a nested call) the pool is busy with this very call: run inline.
+    if !worth_it || items == 0 || IN_TASK.get() {
+        return f(0..items);
+    }
+    let pool = candle_core::utils::barrier_pool();
+    let threads = pool.n_workers() + 1;
+    let cursor = AtomicUsize::new(0);
+    pool.execute(|_| {
+        let _task = InTask::enter();
+        while let Some(range) = grab(&cursor, items, threads) {
+            f(range);
+        }
+    });
+}
+
+/// Marks this thread as running a task until dropped, also when `f` panics (the pool hands the
+/// panic to the caller, whose later calls must still use the pool).
+struct InTask;
+
+impl InTask {
+    fn enter() -> Self {
+        IN_TASK.set(true);
+        Self
+    }
+}
+
+impl Drop for InTask {
+    fn drop(&mut self) {
+        IN_TASK.set(false);
+    }
+}
+
+thread_local! {
+    /// Whether this thread is running a [`for_chunks`] task.
+    static IN_TASK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The next chunk of `0..items`, if any is left: a share of what remains (guided
+/// self-scheduling). Equal chunks leave one thread idle for half a chunk on average at the end
+/// of every product, while its sibling on the same core finishes; shrinking chunks let both
+/// finish within a small one, and the first, large grabs keep the contention low.
+fn grab(cursor: &AtomicUsize, items: usize, threads: usize) -> Option<Range<usize>> {
+    let mut start = cursor.load(Ordering::Relaxed);
+    loop {
+        if start >= items {
+            return None;
+        }
+        let size = ((items - start) / (2 * threads)).max(1);
+        match cursor.compare_exchange_weak(start, start + size, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return Some(start..start + size),
+            Err(now) => start = now,
+        }
     }
 }
 
@@ -138,5 +189,21 @@ mod tests {
         assert_eq!(calls.into_inner(), 1000);
         assert!(super::map(0, |i| i).is_empty());
         assert_eq!(super::map_when(false, 5, |i| i + 1), vec![1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn chunks_cover_every_item_once_and_shrink_towards_the_end() {
+        let cursor = std::sync::atomic::AtomicUsize::new(0);
+        let chunks: Vec<_> = std::iter::from_fn(|| super::grab(&cursor, 1000, 2)).collect();
+        assert_eq!(chunks.first(), Some(&(0..250)));
+        assert!(chunks.windows(2).all(|w| w[0].end == w[1].start && w[0].len() >= w[1].len()));
+        assert_eq!(chunks.last().map(|c| (c.end, c.len())), Some((1000, 1)));
+        assert!(chunks.len() < 40, "{} grabs", chunks.len());
+    }
+
+    #[test]
+    fn a_nested_call_runs_inline() {
+        let out = super::map(8, |i| super::map(4, move |j| i * 4 + j).into_iter().sum::<usize>());
+        assert_eq!(out, (0..8).map(|i| (0..4).map(|j| i * 4 + j).sum()).collect::<Vec<usize>>());
     }
 }
