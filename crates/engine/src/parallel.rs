@@ -143,8 +143,8 @@ thread_local! {
 
 /// The next chunk of `0..items`, if any is left: a share of what remains (guided
 /// self-scheduling). Equal chunks leave one thread idle for half a chunk on average at the end
-/// of every product, while its sibling on the same core finishes; shrinking chunks let both
-/// finish within a small one, and the first, large grabs keep the contention low.
+/// of every product while the other finishes; shrinking chunks let them finish within a small
+/// one, and the first, large grabs keep the contention low.
 fn grab(cursor: &AtomicUsize, items: usize, threads: usize) -> Option<Range<usize>> {
     let mut start = cursor.load(Ordering::Relaxed);
     loop {
