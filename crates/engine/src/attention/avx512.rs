@@ -7,6 +7,10 @@ use super::avx2::store_scores;
 use super::{group_body, Stored, AVX512, KEYS_AHEAD, VALUE_BLOCK};
 use std::arch::x86_64::*;
 
+/// Query heads up to which a group's sums of sixty-four columns fit the thirty-two registers
+/// with the values they multiply (four per head, and four of values).
+const WIDE_GROUP: usize = 6;
+
 /// [`group_body`] compiled for AVX-512F, AVX2, FMA and F16C.
 ///
 /// # Safety
@@ -77,31 +81,49 @@ pub(super) unsafe fn weighted_sums<const N: usize, S: Stored>(scores: &[f32], le
     // col < hd of value rows j < len, stores write 16 at column col of head rows h < N, and
     // scores are read below N·len (all checked above).
     unsafe {
+        if N <= WIDE_GROUP && hd.is_multiple_of(64) {
+            sums_by::<N, S, 4>(scores, len, values, hd, out)
+        } else {
+            sums_by::<N, S, 2>(scores, len, values, hd, out)
+        }
+    }
+}
+
+/// [`weighted_sums`] in passes of `R` registers (16·R columns) per head.
+///
+/// # Safety
+/// As [`weighted_sums`], and `hd` is a multiple of 16·R.
+#[inline(always)]
+unsafe fn sums_by<const N: usize, S: Stored, const R: usize>(scores: &[f32], len: usize, values: S, hd: usize, out: &mut [f32]) {
+    // SAFETY: the caller's contract, as in weighted_sums.
+    unsafe {
         for start in (0..len).step_by(VALUE_BLOCK) {
             let end = (start + VALUE_BLOCK).min(len);
-            for col in (0..hd).step_by(32) {
-                let mut acc = [[_mm512_setzero_ps(); 2]; N];
+            for col in (0..hd).step_by(16 * R) {
+                let mut acc = [[_mm512_setzero_ps(); R]; N];
                 if start > 0 {
                     for (h, a) in acc.iter_mut().enumerate() {
                         let o = out.as_ptr().add(h * hd + col);
-                        *a = [_mm512_loadu_ps(o), _mm512_loadu_ps(o.add(16))];
+                        *a = std::array::from_fn(|r| _mm512_loadu_ps(o.add(16 * r)));
                     }
                 }
                 for j in start..end {
                     if col == 0 {
                         values.prefetch(j + VALUE_BLOCK, hd);
                     }
-                    let (v0, v1) = (values.load16(j * hd + col), values.load16(j * hd + col + 16));
+                    let v: [__m512; R] = std::array::from_fn(|r| values.load16(j * hd + col + 16 * r));
                     for (h, a) in acc.iter_mut().enumerate() {
                         let p = _mm512_set1_ps(*scores.get_unchecked(h * len + j));
-                        a[0] = _mm512_fmadd_ps(p, v0, a[0]);
-                        a[1] = _mm512_fmadd_ps(p, v1, a[1]);
+                        for (a, v) in a.iter_mut().zip(&v) {
+                            *a = _mm512_fmadd_ps(p, *v, *a);
+                        }
                     }
                 }
                 for (h, a) in acc.iter().enumerate() {
                     let o = out.as_mut_ptr().add(h * hd + col);
-                    _mm512_storeu_ps(o, a[0]);
-                    _mm512_storeu_ps(o.add(16), a[1]);
+                    for (r, a) in a.iter().enumerate() {
+                        _mm512_storeu_ps(o.add(16 * r), *a);
+                    }
                 }
             }
         }

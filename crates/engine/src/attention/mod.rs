@@ -50,8 +50,11 @@ fn group_size() -> usize {
 /// values take 64 KiB, which the second-level cache keeps while every column of them is summed.
 const VALUE_BLOCK: usize = 256;
 
-/// How far ahead of the keys being scored their rows are asked for.
-const KEYS_AHEAD: usize = 32;
+/// How far ahead of the keys being scored their rows are asked for. The rows go to L2 (see
+/// [`prefetch_bytes`]), which holds many of them, so asking far ahead hides the memory's latency
+/// even when both threads stream at once: 128 keys ahead measured 7 % faster than 32 at depth 4,096
+/// (criterion `decode attention`), and 64 or 256 the same as 128.
+const KEYS_AHEAD: usize = 128;
 
 /// Shapes of one layer's attention.
 #[derive(Debug, Clone, Copy)]
@@ -260,14 +263,16 @@ pub(super) trait Stored: Copy {
     fn prefetch(self, j: usize, hd: usize);
 }
 
-/// Prefetches `bytes` bytes from `p`, one cache line at a time. A prefetch never faults.
+/// Prefetches `bytes` bytes from `p` into L2, one cache line at a time. A prefetch never faults.
+/// L2 rather than L1: rows asked for far ahead would evict the scores and sums L1 holds, and a
+/// read from L2 costs the kernels nothing they can measure.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn prefetch_bytes<T>(p: *const T, bytes: usize) {
     use std::arch::x86_64::*;
     for off in (0..bytes).step_by(64) {
         // SAFETY: a prefetch is a hint that reads nothing and cannot fault, whatever the address.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>((p as *const i8).wrapping_add(off)) };
+        unsafe { _mm_prefetch::<_MM_HINT_T1>((p as *const i8).wrapping_add(off)) };
     }
 }
 
