@@ -264,8 +264,9 @@ pub(super) trait Stored: Copy {
 }
 
 /// Prefetches `bytes` bytes from `p` into L2, one cache line at a time. A prefetch never faults.
-/// L2 rather than L1: rows asked for far ahead would evict the scores and sums L1 holds, and a
-/// read from L2 costs the kernels nothing they can measure.
+/// L2 rather than L1: at depth 4,096 (criterion `decode attention`), fetching into L1 64 keys
+/// ahead measured slower than fetching into L2 128 ahead; rows asked for far ahead into L1
+/// would likely evict the scores and sums it holds.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn prefetch_bytes<T>(p: *const T, bytes: usize) {
