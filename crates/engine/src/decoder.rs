@@ -499,8 +499,8 @@ impl Decoder {
                 .map(|l| {
                     let layer = cache.layer(l);
                     LayerScales {
-                        keys: ChannelScales::measure(kv_heads, hd, Some(&self.rope), |h| layer.keys(h, hd, n)),
-                        values: ChannelScales::measure(kv_heads, hd, None, |h| layer.values(h, hd, n)),
+                        keys: ChannelScales::measure(kv_heads, hd, Some(&self.rope), |h| layer.keys(h, hd, n).f16_rows()),
+                        values: ChannelScales::measure(kv_heads, hd, None, |h| layer.values(h, hd, n).f16_rows()),
                     }
                 })
                 .collect()

@@ -1,9 +1,9 @@
 //! Attention eight lanes at a time (AVX2, FMA, F16C), with the portable code's bits: every
-//! dot product is eight lanes of fused multiply-adds over the head's values in order, summed
-//! pairwise ([`super::lanes`]); every output value one chain of fused multiply-adds over the
-//! keys in order; the same `e^x` ([`crate::rowwise::exp`]).
+//! score is one chain of fused multiply-adds over the key's values in order, every output
+//! value one chain over the keys in order; the same `e^x` ([`crate::rowwise::exp`]).
 
-use super::{group_body, lanes, tail_dot, tail_sums, Stored, AVX2, KEYS_AHEAD, VALUE_BLOCK};
+use super::{group_body, tail_sums, Keys, Stored, AVX2, VALUE_BLOCK};
+use crate::kv_cache::KEY_TILE;
 use crate::rowwise::exp;
 use std::arch::x86_64::*;
 
@@ -12,120 +12,56 @@ use std::arch::x86_64::*;
 /// # Safety
 /// The CPU has those features.
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(super) unsafe fn group<const N: usize, S: Stored>(qs: &[&[f32]], keys: S, values: S, scores: &mut Vec<f32>, out: &mut [f32]) {
-    group_body::<N, S, AVX2>(qs, keys, values, scores, out)
+pub(super) unsafe fn group<const N: usize, K: Keys, S: Stored>(
+    qs: &[&[f32]],
+    keys: K,
+    values: S,
+    scores: &mut Vec<f32>,
+    out: &mut [f32],
+) {
+    group_body::<N, K, S, AVX2>(qs, keys, values, scores, out)
 }
 
-/// The dot products of `N` queries with key `j` (see [`super::dots`]).
+/// The scaled scores of every key, `scores[h·len + j]`, the same bits as
+/// [`super::scores_portable`]: each half tile's eight keys in the lanes of a register, one chain
+/// of fused multiply-adds over the columns per key.
 ///
 /// # Safety
 /// The CPU has AVX2, FMA and F16C, and the caller is compiled for them.
 #[inline(always)]
-pub(super) unsafe fn dots<const N: usize, S: Stored>(qs: [&[f32]; N], keys: S, j: usize) -> [f32; N] {
-    let hd = qs[0].len();
-    let n8 = hd / 8 * 8;
-    assert!(qs.iter().all(|q| q.len() == hd) && (j + 1) * hd <= keys.values());
-    // SAFETY: the CPU has the features (the caller's contract); every load reads 8 values below
-    // n8, inside key j and each query (checked above).
-    let acc = unsafe {
-        let mut acc = [_mm256_setzero_ps(); N];
-        for i in (0..n8).step_by(8) {
-            let kv = keys.load8(j * hd + i);
-            for h in 0..N {
-                acc[h] = _mm256_fmadd_ps(_mm256_loadu_ps(qs[h].as_ptr().add(i)), kv, acc[h]);
-            }
-        }
-        acc.map(|v| std::mem::transmute::<__m256, [f32; 8]>(v))
-    };
-    std::array::from_fn(|h| lanes(&acc[h]) + tail_dot(qs[h], keys, j, n8))
-}
-
-/// The scaled scores of the keys in whole eights, `scores[h·len + j]`, the same bits as
-/// [`dots`] gives them: two keys at a time share each query load, and each eight keys' lane
-/// sums are added by one transposing tree of horizontal additions, the same pairs as
-/// [`super::lanes`]. Returns how many keys it scored.
-///
-/// # Safety
-/// The CPU has AVX2, FMA and F16C, and the caller is compiled for them. `hd` is a multiple of 8.
-#[inline(always)]
-pub(super) unsafe fn scores_by_eight<const N: usize, S: Stored>(
-    qs: [&[f32]; N],
-    keys: S,
-    scale: f32,
-    scores: &mut [f32],
-) -> usize {
-    let hd = qs[0].len();
-    let len = keys.values() / hd;
-    let whole = len / 8 * 8;
-    assert!(hd.is_multiple_of(8) && qs.iter().all(|q| q.len() == hd) && scores.len() >= N * len);
-    // SAFETY: the CPU has the features (the caller's contract); loads read 8 values at column
-    // c < hd of keys below `whole` and of each query; stores write 8 scores below N·len.
+pub(super) unsafe fn scores<const N: usize, K: Keys>(qs: [&[f32]; N], keys: K, scale: f32, scores: &mut [f32]) {
+    let (len, hd, block) = (keys.len(), keys.hd(), keys.block());
+    assert!(qs.iter().all(|q| q.len() == hd) && scores.len() >= N * len);
+    // SAFETY: the CPU has the features (the caller's contract); the tiles that hold keys below
+    // len are stored whole, columns are below hd, and stores write keys below len.
     unsafe {
-        // Each head's eight keys' accumulators, until they are summed.
-        let mut eight = [[_mm256_setzero_ps(); 8]; N];
-        for j0 in (0..whole).step_by(8) {
-            for j in j0 + KEYS_AHEAD..j0 + KEYS_AHEAD + 8 {
-                keys.prefetch(j, hd);
-            }
-            for pair in 0..4 {
-                let (a, b) = ((j0 + 2 * pair) * hd, (j0 + 2 * pair + 1) * hd);
-                let mut acc = [[_mm256_setzero_ps(); 2]; N];
-                for c in (0..hd).step_by(8) {
-                    let (ka, kb) = (keys.load8(a + c), keys.load8(b + c));
-                    for h in 0..N {
-                        let q = _mm256_loadu_ps(qs[h].as_ptr().add(c));
-                        acc[h][0] = _mm256_fmadd_ps(q, ka, acc[h][0]);
-                        acc[h][1] = _mm256_fmadd_ps(q, kb, acc[h][1]);
+        for t in 0..len.div_ceil(KEY_TILE) {
+            let mut acc = [[_mm256_setzero_ps(); 2]; N];
+            for b0 in (0..hd).step_by(block) {
+                let sc = [keys.scale8(t, 0, b0), keys.scale8(t, 1, b0)];
+                for c in b0..(b0 + block).min(hd) {
+                    let k = [keys.column8(t, 0, c, sc[0]), keys.column8(t, 1, c, sc[1])];
+                    for (h, a) in acc.iter_mut().enumerate() {
+                        let q = _mm256_set1_ps(*qs[h].get_unchecked(c));
+                        a[0] = _mm256_fmadd_ps(q, k[0], a[0]);
+                        a[1] = _mm256_fmadd_ps(q, k[1], a[1]);
                     }
                 }
-                for h in 0..N {
-                    eight[h][2 * pair] = acc[h][0];
-                    eight[h][2 * pair + 1] = acc[h][1];
+            }
+            let s = _mm256_set1_ps(scale);
+            for (h, a) in acc.iter().enumerate() {
+                for (half, a) in a.iter().enumerate() {
+                    let j = t * KEY_TILE + 8 * half;
+                    let dst = &mut scores[h * len..(h + 1) * len];
+                    if j + 8 <= len {
+                        _mm256_storeu_ps(dst.as_mut_ptr().add(j), _mm256_mul_ps(*a, s));
+                    } else if j < len {
+                        let lanes = std::mem::transmute::<__m256, [f32; 8]>(_mm256_mul_ps(*a, s));
+                        dst[j..].copy_from_slice(&lanes[..len - j]);
+                    }
                 }
             }
-            store_scores(&eight, scale, scores, len, j0);
         }
-    }
-    whole
-}
-
-/// Each head's eight keys' scores, summed from their lanes and scaled, to `scores[h·len + j0..]`.
-///
-/// # Safety
-/// The CPU has AVX2, and the caller is compiled for it; `j0 + 8 <= len` and `scores` holds `N·len`.
-#[inline(always)]
-pub(super) unsafe fn store_scores<const N: usize>(
-    eight: &[[__m256; 8]; N],
-    scale: f32,
-    scores: &mut [f32],
-    len: usize,
-    j0: usize,
-) {
-    debug_assert!(j0 + 8 <= len && scores.len() >= N * len);
-    // SAFETY: stores of 8 at h·len + j0, below N·len (the caller's contract).
-    unsafe {
-        let s = _mm256_set1_ps(scale);
-        for (h, lanes8) in eight.iter().enumerate() {
-            _mm256_storeu_ps(scores.as_mut_ptr().add(h * len + j0), _mm256_mul_ps(sum_lanes8(lanes8), s));
-        }
-    }
-}
-
-/// Eight vectors' lane sums as one vector, each `((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))`
-/// as [`super::lanes`] adds them: horizontal additions pair the lanes and transpose as they go.
-///
-/// # Safety
-/// The CPU has AVX, and the caller is compiled for it.
-#[inline(always)]
-unsafe fn sum_lanes8(a: &[__m256; 8]) -> __m256 {
-    // [x0+x1, x2+x3, y0+y1, y2+y3 | x4+x5, x6+x7, y4+y5, y6+y7] for hadd(x, y), so after two
-    // rounds the low half holds each vector's first four lanes' sum, the high half the last four's.
-    // SAFETY: register arithmetic only, on a CPU with AVX (the caller's contract).
-    unsafe {
-        let (t0, t1) = (_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
-        let (t2, t3) = (_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
-        let (u0, u1) = (_mm256_hadd_ps(t0, t1), _mm256_hadd_ps(t2, t3));
-        _mm256_add_ps(_mm256_permute2f128_ps::<0x20>(u0, u1), _mm256_permute2f128_ps::<0x31>(u0, u1))
     }
 }
 

@@ -1,10 +1,10 @@
 //! Attention sixteen lanes at a time (AVX-512F), with the same bits as the eight-lane code
-//! ([`super::avx2`]) and the portable one. A score is eight lanes summed over a key, so two keys
-//! share a register: one half each, against the query duplicated in both halves. An output
-//! value is one chain over the keys, so a register holds sixteen columns.
+//! ([`super::avx2`]) and the portable one. A score is one chain over a key's columns, so a
+//! register holds a tile's sixteen keys; an output value is one chain over the keys, so a
+//! register holds sixteen columns.
 
-use super::avx2::store_scores;
-use super::{group_body, Stored, AVX512, KEYS_AHEAD, VALUE_BLOCK};
+use super::{group_body, Keys, Stored, AVX512, VALUE_BLOCK};
+use crate::kv_cache::KEY_TILE;
 use std::arch::x86_64::*;
 
 /// Query heads up to which a group's sums of sixty-four columns fit the thirty-two registers
@@ -16,57 +16,71 @@ const WIDE_GROUP: usize = 6;
 /// # Safety
 /// The CPU has those features.
 #[target_feature(enable = "avx512f,avx2,fma,f16c")]
-pub(super) unsafe fn group<const N: usize, S: Stored>(qs: &[&[f32]], keys: S, values: S, scores: &mut Vec<f32>, out: &mut [f32]) {
-    group_body::<N, S, AVX512>(qs, keys, values, scores, out)
+pub(super) unsafe fn group<const N: usize, K: Keys, S: Stored>(
+    qs: &[&[f32]],
+    keys: K,
+    values: S,
+    scores: &mut Vec<f32>,
+    out: &mut [f32],
+) {
+    group_body::<N, K, S, AVX512>(qs, keys, values, scores, out)
 }
 
-/// [`super::avx2::scores_by_eight`], four keys at a time in two registers.
+/// The scaled scores of every key, `scores[h·len + j]`, sixteen keys of a tile in the lanes of
+/// a register: one chain of fused multiply-adds over the columns per key, as
+/// [`super::scores_portable`] computes it. Two tiles at a time, so that a group of few heads
+/// still has enough independent chains to keep the multipliers busy.
 ///
 /// # Safety
-/// The CPU has AVX-512F, AVX2, FMA and F16C, and the caller is compiled for them. `hd` is a
-/// multiple of 8.
+/// The CPU has AVX-512F, AVX2, FMA and F16C, and the caller is compiled for them.
 #[inline(always)]
-pub(super) unsafe fn scores_by_eight<const N: usize, S: Stored>(
-    qs: [&[f32]; N],
-    keys: S,
-    scale: f32,
-    scores: &mut [f32],
-) -> usize {
-    let hd = qs[0].len();
-    let len = keys.values() / hd;
-    let whole = len / 8 * 8;
-    assert!(hd.is_multiple_of(8) && qs.iter().all(|q| q.len() == hd) && scores.len() >= N * len);
-    // SAFETY: the CPU has the features (the caller's contract); loads read 8 values at column
-    // c < hd of keys below `whole` and of each query; stores write 8 scores below N·len.
+pub(super) unsafe fn scores<const N: usize, K: Keys>(qs: [&[f32]; N], keys: K, scale: f32, scores: &mut [f32]) {
+    let (len, tiles) = (keys.len(), keys.len().div_ceil(KEY_TILE));
+    assert!(qs.iter().all(|q| q.len() == keys.hd()) && scores.len() >= N * len);
+    // SAFETY: the CPU has the features (the caller's contract); tiles below `tiles` are stored
+    // whole and columns below hd, and stores write the lanes below len (scores_of).
     unsafe {
-        let mut eight = [[_mm256_setzero_ps(); 8]; N];
-        for j0 in (0..whole).step_by(8) {
-            for j in j0 + KEYS_AHEAD..j0 + KEYS_AHEAD + 8 {
-                keys.prefetch(j, hd);
-            }
-            for four in [0, 4] {
-                let row = |k: usize| (j0 + four + k) * hd;
-                let mut acc = [[_mm512_setzero_ps(); 2]; N];
-                for c in (0..hd).step_by(8) {
-                    let (k01, k23) = (keys.load_pair8(row(0) + c, row(1) + c), keys.load_pair8(row(2) + c, row(3) + c));
-                    for h in 0..N {
-                        // The query's eight values in both halves.
-                        let q = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_loadu_pd(qs[h].as_ptr().add(c) as *const f64)));
-                        acc[h][0] = _mm512_fmadd_ps(q, k01, acc[h][0]);
-                        acc[h][1] = _mm512_fmadd_ps(q, k23, acc[h][1]);
-                    }
-                }
-                for h in 0..N {
-                    for (k, a) in acc[h].iter().enumerate() {
-                        eight[h][four + 2 * k] = _mm512_castps512_ps256(*a);
-                        eight[h][four + 2 * k + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(*a)));
-                    }
-                }
-            }
-            store_scores(&eight, scale, scores, len, j0);
+        for t in (0..tiles / 2 * 2).step_by(2) {
+            scores_of::<N, K, 2>(qs, keys, scale, t, scores);
+        }
+        if tiles % 2 == 1 {
+            scores_of::<N, K, 1>(qs, keys, scale, tiles - 1, scores);
         }
     }
-    whole
+}
+
+/// [`scores`] of the `R` tiles from `t`.
+///
+/// # Safety
+/// As [`scores`], and tiles `t..t + R` are stored.
+#[inline(always)]
+unsafe fn scores_of<const N: usize, K: Keys, const R: usize>(qs: [&[f32]; N], keys: K, scale: f32, t: usize, scores: &mut [f32]) {
+    let (len, hd, block) = (keys.len(), keys.hd(), keys.block());
+    // SAFETY: the caller's contract; each store writes the lanes of keys below len.
+    unsafe {
+        let mut acc = [[_mm512_setzero_ps(); R]; N];
+        for b0 in (0..hd).step_by(block) {
+            let sc: [__m512; R] = std::array::from_fn(|r| keys.scale16(t + r, b0));
+            for c in b0..(b0 + block).min(hd) {
+                let k: [__m512; R] = std::array::from_fn(|r| keys.column16(t + r, c, sc[r]));
+                for (h, a) in acc.iter_mut().enumerate() {
+                    let q = _mm512_set1_ps(*qs[h].get_unchecked(c));
+                    for (a, k) in a.iter_mut().zip(&k) {
+                        *a = _mm512_fmadd_ps(q, *k, *a);
+                    }
+                }
+            }
+        }
+        let s = _mm512_set1_ps(scale);
+        for (h, a) in acc.iter().enumerate() {
+            for (r, a) in a.iter().enumerate() {
+                let j = (t + r) * KEY_TILE;
+                let live = len.saturating_sub(j).min(KEY_TILE);
+                let mask = ((1u32 << live) - 1) as __mmask16;
+                _mm512_mask_storeu_ps(scores.as_mut_ptr().add(h * len + j), mask, _mm512_mul_ps(*a, s));
+            }
+        }
+    }
 }
 
 /// [`super::avx2::weighted_sums`], thirty-two values of the `N` heads at a time.

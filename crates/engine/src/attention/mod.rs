@@ -16,7 +16,9 @@
 //! The portable code says what is computed; [`avx2`] and [`avx512`] compute the same sums in the
 //! same order, several keys or columns at a time, chosen with the matrix kernels
 //! ([`Kernel::chosen`]). Their work per key is what limits a deep step: at 8,192 positions the
-//! 1.5B model's attention is 0.7 × 10⁹ multiply-adds per token.
+//! 1.5B model's attention is 0.7 × 10⁹ multiply-adds per token. The keys are stored in tiles of
+//! sixteen, column by column ([`Tiles`]), so a register holds sixteen keys' scores as they are
+//! summed; the values a position to a row, so a register holds sixteen columns of the output.
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
@@ -24,7 +26,7 @@ mod avx2;
 mod avx512;
 
 use crate::kquants::Kernel;
-use crate::kv_cache::{LayerCache, Rows, Q8_BLOCK};
+use crate::kv_cache::{LayerCache, Rows, Tiles, KEY_TILE, Q8_BLOCK};
 use crate::parallel::{self, Disjoint};
 use crate::rowwise::exp;
 use half::f16;
@@ -49,12 +51,6 @@ fn group_size() -> usize {
 /// Keys whose values are summed into the output before the next ones: 256 rows of 128 f16
 /// values take 64 KiB, which the second-level cache keeps while every column of them is summed.
 const VALUE_BLOCK: usize = 256;
-
-/// How far ahead of the keys being scored their rows are asked for. The rows go to L2 (see
-/// [`prefetch_bytes`]), which holds many of them, so asking far ahead hides the memory's latency
-/// even when both threads stream at once: 128 keys ahead measured 7 % faster than 32 at depth 4,096
-/// (criterion `decode attention`), and 64 or 256 the same as 128.
-const KEYS_AHEAD: usize = 128;
 
 /// Shapes of one layer's attention.
 #[derive(Debug, Clone, Copy)]
@@ -122,10 +118,13 @@ pub fn attend(q: &[f32], total: usize, spans: &[Span], shape: Heads) -> Vec<f32>
 
 /// `N` query heads (`qs`, `hd` each) over the keys and values of the KV head they share
 /// (`len × hd` each), into `out` (`N × hd`), for either way the cache stores them.
-fn group<const N: usize>(qs: &[&[f32]], keys: Rows, values: Rows, scores: &mut Vec<f32>, out: &mut [f32]) {
-    match (keys, values) {
-        (Rows::F16(k), Rows::F16(v)) => group_of::<N, _>(qs, k, v, scores, out),
-        (Rows::Q8 { q, d }, Rows::Q8 { q: vq, d: vd }) => group_of::<N, _>(qs, Q8 { q, d }, Q8 { q: vq, d: vd }, scores, out),
+fn group<const N: usize>(qs: &[&[f32]], keys: Tiles, values: Rows, scores: &mut Vec<f32>, out: &mut [f32]) {
+    let Tiles { len, hd, .. } = keys;
+    match (keys.rows, values) {
+        (Rows::F16(k), Rows::F16(v)) => group_of::<N, _, _>(qs, F16Tiles { x: k, len, hd }, v, scores, out),
+        (Rows::Q8 { q, d }, Rows::Q8 { q: vq, d: vd }) => {
+            group_of::<N, _, _>(qs, Q8Tiles { q, d, len, hd }, Q8 { q: vq, d: vd }, scores, out)
+        }
         _ => unreachable!("a layer stores its keys and values alike"),
     }
 }
@@ -134,16 +133,16 @@ fn group<const N: usize>(qs: &[&[f32]], keys: Rows, values: Rows, scores: &mut V
 /// [`crate::kquants::KERNEL_ENV`] can lower). Per head and key, and per head and output value,
 /// the arithmetic runs in one fixed order, whatever else is in the step and whichever kernel
 /// runs it: every kernel gives the same bits.
-fn group_of<const N: usize, S: Stored>(qs: &[&[f32]], keys: S, values: S, scores: &mut Vec<f32>, out: &mut [f32]) {
+fn group_of<const N: usize, K: Keys, S: Stored>(qs: &[&[f32]], keys: K, values: S, scores: &mut Vec<f32>, out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     match Kernel::chosen() {
         // SAFETY: the chosen kernel is one the CPU runs (AVX-512 implies AVX2, FMA and F16C).
-        Kernel::Avx512 => return unsafe { avx512::group::<N, S>(qs, keys, values, scores, out) },
+        Kernel::Avx512 => return unsafe { avx512::group::<N, K, S>(qs, keys, values, scores, out) },
         // SAFETY: as above: the CPU has AVX2, FMA and F16C.
-        Kernel::Avx2 => return unsafe { avx2::group::<N, S>(qs, keys, values, scores, out) },
+        Kernel::Avx2 => return unsafe { avx2::group::<N, K, S>(qs, keys, values, scores, out) },
         Kernel::Reference => {}
     }
-    group_body::<N, S, PORTABLE>(qs, keys, values, scores, out)
+    group_body::<N, K, S, PORTABLE>(qs, keys, values, scores, out)
 }
 
 /// Code paths [`group_body`] is compiled for.
@@ -154,33 +153,21 @@ const AVX512: u8 = 2;
 /// One group's attention: scores, softmax, weighted sums. `L` says which instructions the
 /// caller was compiled for; each step picks its fastest code for them.
 #[inline(always)]
-fn group_body<const N: usize, S: Stored, const L: u8>(qs: &[&[f32]], keys: S, values: S, scores: &mut Vec<f32>, out: &mut [f32]) {
+fn group_body<const N: usize, K: Keys, S: Stored, const L: u8>(
+    qs: &[&[f32]],
+    keys: K,
+    values: S,
+    scores: &mut Vec<f32>,
+    out: &mut [f32],
+) {
     let qs: [&[f32]; N] = qs.try_into().expect("N query heads");
-    let hd = qs[0].len();
-    let len = keys.values() / hd;
+    let (hd, len) = (keys.hd(), keys.len());
     assert!(values.values() == len * hd && out.len() >= N * hd, "keys, values and output fit the heads");
     let scale = 1.0 / (hd as f32).sqrt();
     // Head-major: head h's scores are scores[h·len..(h+1)·len].
     scores.clear();
     scores.resize(N * len, 0.0);
-    let mut first = 0;
-    #[cfg(target_arch = "x86_64")]
-    if hd.is_multiple_of(8) {
-        // SAFETY: L names features the caller was compiled for, on a CPU that has them.
-        unsafe {
-            match L {
-                AVX512 => first = avx512::scores_by_eight::<N, S>(qs, keys, scale, scores),
-                AVX2 => first = avx2::scores_by_eight::<N, S>(qs, keys, scale, scores),
-                _ => {}
-            }
-        }
-    }
-    for j in first..len {
-        let d = dots::<N, S, L>(qs, keys, j);
-        for h in 0..N {
-            scores[h * len + j] = d[h] * scale;
-        }
-    }
+    scores_by::<N, K, L>(qs, keys, scale, scores);
     for s in scores.chunks_exact_mut(len) {
         softmax::<L>(s);
     }
@@ -194,6 +181,33 @@ fn group_body<const N: usize, S: Stored, const L: u8>(qs: &[&[f32]], keys: S, va
         }
     }
     tail_sums::<N, S>(scores, len, values, hd, 0, out);
+}
+
+/// `scores[h·len + j]` = head h's query · key j, times `scale`, on the code for `L`.
+#[inline(always)]
+fn scores_by<const N: usize, K: Keys, const L: u8>(qs: [&[f32]; N], keys: K, scale: f32, scores: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: L names features the caller was compiled for, on a CPU that has them.
+    unsafe {
+        match L {
+            AVX512 => return avx512::scores::<N, K>(qs, keys, scale, scores),
+            AVX2 => return avx2::scores::<N, K>(qs, keys, scale, scores),
+            _ => {}
+        }
+    }
+    scores_portable(qs, keys, scale, scores)
+}
+
+/// What [`scores_by`] computes: each score one chain of fused multiply-adds over the key's
+/// values in order, then scaled.
+fn scores_portable<const N: usize, K: Keys>(qs: [&[f32]; N], keys: K, scale: f32, scores: &mut [f32]) {
+    let (len, hd) = (keys.len(), keys.hd());
+    for (h, q) in qs.iter().enumerate() {
+        for j in 0..len {
+            let dot = (0..hd).fold(0f32, |acc, c| q[c].mul_add(keys.get(j, c), acc));
+            scores[h * len + j] = dot * scale;
+        }
+    }
 }
 
 /// `s` becomes its softmax: `e^(x - max)`, divided by their sum.
@@ -220,7 +234,179 @@ fn exp_less_max<const L: u8>(s: &mut [f32]) {
     }
 }
 
-/// A KV head's keys or values as the cache stores them, read in place and widened exactly.
+/// A KV head's keys in tiles as the cache stores them ([`Tiles`]), read in place and widened
+/// exactly. Columns come in blocks that share a scale (8-bit blocks; f16 has one block).
+pub(super) trait Keys: Copy {
+    /// How many keys there are.
+    fn len(self) -> usize;
+    /// Values per key.
+    fn hd(self) -> usize;
+    /// Columns per block of one scale.
+    fn block(self) -> usize;
+    /// Value `c` of key `j`.
+    fn get(self, j: usize, c: usize) -> f32;
+
+    /// The scale of the block of column `c` of the sixteen keys of tile `t`.
+    ///
+    /// # Safety
+    /// Tile `t` is stored and `c < hd`. The CPU has AVX-512F and F16C, and the caller is
+    /// compiled for them.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn scale16(self, t: usize, c: usize) -> std::arch::x86_64::__m512;
+
+    /// Column `c` of the sixteen keys of tile `t`, widened; `scale` is their block's
+    /// ([`Keys::scale16`]).
+    ///
+    /// # Safety
+    /// As [`Keys::scale16`].
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn column16(self, t: usize, c: usize, scale: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512;
+
+    /// [`Keys::scale16`] for the eight keys of half `half` of tile `t`.
+    ///
+    /// # Safety
+    /// As [`Keys::scale16`], with AVX2 and F16C.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn scale8(self, t: usize, half: usize, c: usize) -> std::arch::x86_64::__m256;
+
+    /// [`Keys::column16`] for the eight keys of half `half` of tile `t`.
+    ///
+    /// # Safety
+    /// As [`Keys::scale8`].
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn column8(self, t: usize, half: usize, c: usize, scale: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256;
+}
+
+/// f16 keys in tiles.
+#[derive(Clone, Copy)]
+pub(super) struct F16Tiles<'a> {
+    x: &'a [f16],
+    len: usize,
+    hd: usize,
+}
+
+impl Keys for F16Tiles<'_> {
+    fn len(self) -> usize {
+        self.len
+    }
+
+    fn hd(self) -> usize {
+        self.hd
+    }
+
+    fn block(self) -> usize {
+        self.hd
+    }
+
+    fn get(self, j: usize, c: usize) -> f32 {
+        self.x[Tiles::at(j, c, self.hd)].to_f32()
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn scale16(self, _: usize, _: usize) -> std::arch::x86_64::__m512 {
+        // SAFETY: no memory is read; the CPU has AVX-512F (the caller's contract).
+        unsafe { std::arch::x86_64::_mm512_setzero_ps() }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn column16(self, t: usize, c: usize, _: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+        use std::arch::x86_64::*;
+        // SAFETY: tile t is stored, so its column c's 16 values are (the caller's contract).
+        unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(self.x.as_ptr().add((t * self.hd + c) * KEY_TILE) as *const __m256i)) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn scale8(self, _: usize, _: usize, _: usize) -> std::arch::x86_64::__m256 {
+        // SAFETY: no memory is read; the CPU has AVX (the caller's contract).
+        unsafe { std::arch::x86_64::_mm256_setzero_ps() }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn column8(self, t: usize, half: usize, c: usize, _: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
+        use std::arch::x86_64::*;
+        // SAFETY: as column16, for 8 of the 16 values.
+        unsafe {
+            _mm256_cvtph_ps(_mm_loadu_si128(self.x.as_ptr().add((t * self.hd + c) * KEY_TILE + 8 * half) as *const __m128i))
+        }
+    }
+}
+
+/// 8-bit keys in tiles: value `c` of key `j` is `q[at(j, c)] · d[scale_at(j, c / 32)]`.
+#[derive(Clone, Copy)]
+pub(super) struct Q8Tiles<'a> {
+    q: &'a [i8],
+    d: &'a [f16],
+    len: usize,
+    hd: usize,
+}
+
+impl Keys for Q8Tiles<'_> {
+    fn len(self) -> usize {
+        self.len
+    }
+
+    fn hd(self) -> usize {
+        self.hd
+    }
+
+    fn block(self) -> usize {
+        Q8_BLOCK
+    }
+
+    fn get(self, j: usize, c: usize) -> f32 {
+        self.q[Tiles::at(j, c, self.hd)] as f32 * self.d[Tiles::scale_at(j, c / Q8_BLOCK, self.hd)].to_f32()
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn scale16(self, t: usize, c: usize) -> std::arch::x86_64::__m512 {
+        use std::arch::x86_64::*;
+        // SAFETY: tile t is stored, so are its 16 scales of each block (the caller's contract).
+        unsafe {
+            let at = Tiles::scale_at(t * KEY_TILE, c / Q8_BLOCK, self.hd);
+            _mm512_cvtph_ps(_mm256_loadu_si256(self.d.as_ptr().add(at) as *const __m256i))
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn column16(self, t: usize, c: usize, scale: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+        use std::arch::x86_64::*;
+        // SAFETY: as F16Tiles::column16. The product is exact: 8 bits times f16's 11 fit f32's 24.
+        unsafe {
+            let bytes = _mm_loadu_si128(self.q.as_ptr().add((t * self.hd + c) * KEY_TILE) as *const __m128i);
+            _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)), scale)
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn scale8(self, t: usize, half: usize, c: usize) -> std::arch::x86_64::__m256 {
+        use std::arch::x86_64::*;
+        // SAFETY: as scale16, for 8 of the 16 scales.
+        unsafe {
+            let at = Tiles::scale_at(t * KEY_TILE + 8 * half, c / Q8_BLOCK, self.hd);
+            _mm256_cvtph_ps(_mm_loadu_si128(self.d.as_ptr().add(at) as *const __m128i))
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn column8(self, t: usize, half: usize, c: usize, scale: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
+        use std::arch::x86_64::*;
+        // SAFETY: as column16, for 8 of the 16 values; exact, as there.
+        unsafe {
+            let bytes = _mm_loadl_epi64(self.q.as_ptr().add((t * self.hd + c) * KEY_TILE + 8 * half) as *const __m128i);
+            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), scale)
+        }
+    }
+}
+
+/// A KV head's values as the cache stores them, read in place and widened exactly.
 pub(super) trait Stored: Copy {
     /// How many values there are (`len × hd`).
     fn values(self) -> usize;
@@ -242,21 +428,6 @@ pub(super) trait Stored: Copy {
     #[cfg(target_arch = "x86_64")]
     unsafe fn load16(self, i: usize) -> std::arch::x86_64::__m512;
 
-    /// Values `a..a + 8` in the low half, `b..b + 8` in the high half.
-    ///
-    /// # Safety
-    /// As [`Stored::load8`] for `a` and for `b`, and the CPU has AVX-512F.
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    unsafe fn load_pair8(self, a: usize, b: usize) -> std::arch::x86_64::__m512 {
-        use std::arch::x86_64::*;
-        // SAFETY: the caller's contract.
-        unsafe {
-            let (lo, hi) = (self.load8(a), self.load8(b));
-            _mm512_castpd_ps(_mm512_insertf64x4::<1>(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi)))
-        }
-    }
-
     /// Asks the CPU to start loading row `j` of `hd` values (any row: past the end, nothing
     /// happens), so that it has arrived when a later pass reads it.
     #[cfg(target_arch = "x86_64")]
@@ -264,9 +435,11 @@ pub(super) trait Stored: Copy {
 }
 
 /// Prefetches `bytes` bytes from `p` into L2, one cache line at a time. A prefetch never faults.
-/// L2 rather than L1: at depth 4,096 (criterion `decode attention`), fetching into L1 64 keys
-/// ahead measured slower than fetching into L2 128 ahead; rows asked for far ahead into L1
-/// would likely evict the scores and sums it holds.
+/// L2 rather than L1: when keys were prefetched too, at depth 4,096 (criterion `decode
+/// attention`), fetching them into L1 64 keys ahead measured slower than into L2 128 ahead;
+/// rows asked for far ahead into L1 would likely evict the scores and sums it holds. Keys are
+/// no longer prefetched: a head's tiles are one stream, which the CPU's own prefetcher follows
+/// (without the prefetches, scoring rows of keys measured the same).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn prefetch_bytes<T>(p: *const T, bytes: usize) {
@@ -300,18 +473,6 @@ impl Stored for &[f16] {
         use std::arch::x86_64::*;
         // SAFETY: the caller keeps i + 16 within the slice; the CPU has AVX-512F.
         unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(self.as_ptr().add(i) as *const __m256i)) }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    unsafe fn load_pair8(self, a: usize, b: usize) -> std::arch::x86_64::__m512 {
-        use std::arch::x86_64::*;
-        // SAFETY: the caller keeps a + 8 and b + 8 within the slice; the CPU has AVX-512F.
-        unsafe {
-            let lo = _mm256_castsi128_si256(_mm_loadu_si128(self.as_ptr().add(a) as *const __m128i));
-            let both = _mm256_inserti128_si256::<1>(lo, _mm_loadu_si128(self.as_ptr().add(b) as *const __m128i));
-            _mm512_cvtph_ps(both)
-        }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -387,39 +548,6 @@ impl Stored for Q8<'_> {
     }
 }
 
-/// The dot products of `N` queries with key `j`, each in eight lanes of fused multiply-adds
-/// over the key in order, then the lanes summed pairwise.
-#[inline(always)]
-fn dots<const N: usize, S: Stored, const L: u8>(qs: [&[f32]; N], keys: S, j: usize) -> [f32; N] {
-    #[cfg(target_arch = "x86_64")]
-    if L >= AVX2 {
-        // SAFETY: L names features the caller was compiled for, on a CPU that has them.
-        return unsafe { avx2::dots(qs, keys, j) };
-    }
-    dots_portable(qs, keys, j)
-}
-
-#[inline(always)]
-fn dots_portable<const N: usize, S: Stored>(qs: [&[f32]; N], keys: S, j: usize) -> [f32; N] {
-    let hd = qs[0].len();
-    let n8 = hd / 8 * 8;
-    std::array::from_fn(|h| {
-        let mut acc = [0f32; 8];
-        for i in (0..n8).step_by(8) {
-            for l in 0..8 {
-                acc[l] = qs[h][i + l].mul_add(keys.get(j * hd + i + l), acc[l]);
-            }
-        }
-        lanes(&acc) + tail_dot(qs[h], keys, j, n8)
-    })
-}
-
-/// The products past the last whole eight of a dot product (none for head sizes of 64 or 128).
-fn tail_dot<S: Stored>(q: &[f32], keys: S, j: usize, from: usize) -> f32 {
-    let hd = q.len();
-    (from..hd).fold(0.0, |s, c| q[c].mul_add(keys.get(j * hd + c), s))
-}
-
 /// `out[h·hd + c] = Σ_j scores[h·len + j] · values[j·hd + c]` one value at a time, from column
 /// `from`, summed over the keys in order with fused multiply-adds. The SIMD kernels compute the
 /// same sums, in the same order, several columns at a time.
@@ -488,6 +616,11 @@ mod tests {
         }
     }
 
+    /// What the cache holds for these keys, widened, a key to a row.
+    fn stored_keys(keys: Tiles) -> Vec<f32> {
+        (0..keys.len).flat_map(|j| (0..keys.hd).map(move |c| keys.get(j, c))).collect()
+    }
+
     #[test]
     fn each_row_is_causal_attention_over_its_own_sequence() {
         // Two query heads per KV head; and ten, more than one group, with a head size that
@@ -515,7 +648,7 @@ mod tests {
             for h in 0..heads {
                 let g = h / (heads / kv_heads);
                 // Against the values the cache holds (f16, or 8-bit blocks).
-                let (keys, vals) = (stored(cache.keys(g, hd, visible)), stored(cache.values(g, hd, visible)));
+                let (keys, vals) = (stored_keys(cache.keys(g, hd, visible)), stored(cache.values(g, hd, visible)));
                 let want = reference(&q[(h * total + row) * hd..][..hd], &keys, &vals, hd);
                 let got = &out[(row * heads + h) * hd..][..hd];
                 for (g, w) in got.iter().zip(&want) {
@@ -526,18 +659,18 @@ mod tests {
     }
 
     /// One group's output on each kernel this CPU has, for each storage.
-    fn on_every_kernel<const N: usize, S: Stored>(qs: &[&[f32]], keys: S, values: S) -> Vec<(Kernel, Vec<f32>)> {
+    fn on_every_kernel<const N: usize, K: Keys, S: Stored>(qs: &[&[f32]], keys: K, values: S) -> Vec<(Kernel, Vec<f32>)> {
         let hd = qs[0].len();
         let run = |kernel: Kernel| {
             let (mut scores, mut out) = (Vec::new(), vec![0f32; N * hd]);
             match kernel {
-                Kernel::Reference => group_body::<N, S, PORTABLE>(qs, keys, values, &mut scores, &mut out),
+                Kernel::Reference => group_body::<N, K, S, PORTABLE>(qs, keys, values, &mut scores, &mut out),
                 // SAFETY: `Kernel::available` lists only kernels this CPU runs.
                 #[cfg(target_arch = "x86_64")]
-                Kernel::Avx2 => unsafe { avx2::group::<N, S>(qs, keys, values, &mut scores, &mut out) },
+                Kernel::Avx2 => unsafe { avx2::group::<N, K, S>(qs, keys, values, &mut scores, &mut out) },
                 // SAFETY: as above.
                 #[cfg(target_arch = "x86_64")]
-                Kernel::Avx512 => unsafe { avx512::group::<N, S>(qs, keys, values, &mut scores, &mut out) },
+                Kernel::Avx512 => unsafe { avx512::group::<N, K, S>(qs, keys, values, &mut scores, &mut out) },
                 #[cfg(not(target_arch = "x86_64"))]
                 _ => unreachable!(),
             }
@@ -557,13 +690,20 @@ mod tests {
                 cache.append(1, hd, &values(len * hd, 11), &values(len * hd, 12));
                 let q = values(7 * hd, 13);
                 let qs: Vec<&[f32]> = q.chunks(hd).collect();
-                let runs = match (cache.keys(0, hd, len), cache.values(0, hd, len)) {
-                    (Rows::F16(k), Rows::F16(v)) => on_every_kernel::<6, _>(&qs[..6], k, v),
-                    (Rows::Q8 { q, d }, Rows::Q8 { q: vq, d: vd }) => {
-                        on_every_kernel::<6, _>(&qs[..6], Q8 { q, d }, Q8 { q: vq, d: vd })
-                    }
-                    _ => unreachable!(),
-                };
+                // Runs `N` heads on every kernel, for either cache type.
+                macro_rules! runs {
+                    ($n:literal) => {{
+                        let keys = cache.keys(0, hd, len);
+                        match (keys.rows, cache.values(0, hd, len)) {
+                            (Rows::F16(k), Rows::F16(v)) => on_every_kernel::<$n, _, _>(&qs[..$n], F16Tiles { x: k, len, hd }, v),
+                            (Rows::Q8 { q, d }, Rows::Q8 { q: vq, d: vd }) => {
+                                on_every_kernel::<$n, _, _>(&qs[..$n], Q8Tiles { q, d, len, hd }, Q8 { q: vq, d: vd })
+                            }
+                            _ => unreachable!(),
+                        }
+                    }};
+                }
+                let runs = runs!(6);
                 let (first, want) = &runs[0];
                 for (kernel, got) in &runs[1..] {
                     let same = got.iter().zip(want).all(|(a, b)| a.to_bits() == b.to_bits());
@@ -573,16 +713,7 @@ mod tests {
                 let same = |runs: Vec<(Kernel, Vec<f32>)>| {
                     runs.windows(2).all(|w| w[0].1.iter().zip(&w[1].1).all(|(a, b)| a.to_bits() == b.to_bits()))
                 };
-                let (five, seven) = match (cache.keys(0, hd, len), cache.values(0, hd, len)) {
-                    (Rows::F16(k), Rows::F16(v)) => {
-                        (on_every_kernel::<5, _>(&qs[..5], k, v), on_every_kernel::<7, _>(&qs[..7], k, v))
-                    }
-                    (Rows::Q8 { q, d }, Rows::Q8 { q: vq, d: vd }) => {
-                        let (k, v) = (Q8 { q, d }, Q8 { q: vq, d: vd });
-                        (on_every_kernel::<5, _>(&qs[..5], k, v), on_every_kernel::<7, _>(&qs[..7], k, v))
-                    }
-                    _ => unreachable!(),
-                };
+                let (five, seven) = (runs!(5), runs!(7));
                 assert!(same(five) && same(seven), "{kind}, hd {hd}: 5 or 7 heads");
             }
         }
