@@ -38,9 +38,10 @@ const PARALLEL_FROM: usize = 1 << 18;
 const MAX_GROUP: usize = 8;
 
 /// Query heads that read one KV head together on this CPU's kernel, so that each head's two sums
-/// (two keys, or two columns of values) stay in registers with the values they multiply: twelve
-/// of AVX2's sixteen, sixteen of AVX-512's thirty-two. A model with seven query heads per KV head
-/// (Qwen2 0.5B and 7B) then reads its cache once with AVX-512, twice (as 4 and 3) with AVX2.
+/// (two tiles or half tiles of keys, or two columns of values) stay in registers with the values
+/// they multiply: twelve of AVX2's sixteen, sixteen of AVX-512's thirty-two. A model with seven
+/// query heads per KV head (Qwen2 0.5B and 7B) then reads its cache once with AVX-512, twice (as
+/// 4 and 3) with AVX2.
 fn group_size() -> usize {
     match Kernel::chosen() {
         Kernel::Avx512 => MAX_GROUP,
