@@ -144,11 +144,16 @@ impl Tiles<'_> {
         }
     }
 
-    /// The keys a position to a row, widened, when they are stored as f16 (the channel scales
-    /// are measured on an f16 cache); `None` for 8-bit blocks.
+    /// The keys a position to a row, widened.
+    pub fn widened(&self) -> Vec<f32> {
+        (0..self.len).flat_map(|j| (0..self.hd).map(move |c| self.get(j, c))).collect()
+    }
+
+    /// [`Tiles::widened`] when the keys are stored as f16 (the channel scales are measured on
+    /// an f16 cache); `None` for 8-bit blocks.
     pub fn f16_rows(&self) -> Option<Vec<f32>> {
         let Rows::F16(_) = self.rows else { return None };
-        Some((0..self.len).flat_map(|j| (0..self.hd).map(move |c| (j, c))).map(|(j, c)| self.get(j, c)).collect())
+        Some(self.widened())
     }
 }
 
@@ -398,9 +403,7 @@ mod tests {
             cache.len = b;
         }
         for h in 0..heads {
-            let keys = cache.keys(h, hd, n);
-            let keys: Vec<f32> = (0..n).flat_map(|j| (0..hd).map(move |c| (j, c))).map(|(j, c)| keys.get(j, c)).collect();
-            for (got, src) in [(keys, &k), (dequantized(cache.values(h, hd, n)), &v)] {
+            for (got, src) in [(cache.keys(h, hd, n).widened(), &k), (dequantized(cache.values(h, hd, n)), &v)] {
                 let want = &src[h * n * hd..(h + 1) * n * hd];
                 for (block, (g, w)) in got.chunks(Q8_BLOCK).zip(want.chunks(Q8_BLOCK)).enumerate() {
                     let amax = w.iter().fold(0f32, |m, x| m.max(x.abs()));

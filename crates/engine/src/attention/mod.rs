@@ -315,7 +315,7 @@ impl Keys for F16Tiles<'_> {
     unsafe fn column16(self, t: usize, c: usize, _: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
         use std::arch::x86_64::*;
         // SAFETY: tile t is stored, so its column c's 16 values are (the caller's contract).
-        unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(self.x.as_ptr().add((t * self.hd + c) * KEY_TILE) as *const __m256i)) }
+        unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(self.x.as_ptr().add(Tiles::at(t * KEY_TILE, c, self.hd)) as *const __m256i)) }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -331,7 +331,9 @@ impl Keys for F16Tiles<'_> {
         use std::arch::x86_64::*;
         // SAFETY: as column16, for 8 of the 16 values.
         unsafe {
-            _mm256_cvtph_ps(_mm_loadu_si128(self.x.as_ptr().add((t * self.hd + c) * KEY_TILE + 8 * half) as *const __m128i))
+            _mm256_cvtph_ps(
+                _mm_loadu_si128(self.x.as_ptr().add(Tiles::at(t * KEY_TILE + 8 * half, c, self.hd)) as *const __m128i),
+            )
         }
     }
 }
@@ -379,7 +381,7 @@ impl Keys for Q8Tiles<'_> {
         use std::arch::x86_64::*;
         // SAFETY: as F16Tiles::column16. The product is exact: 8 bits times f16's 11 fit f32's 24.
         unsafe {
-            let bytes = _mm_loadu_si128(self.q.as_ptr().add((t * self.hd + c) * KEY_TILE) as *const __m128i);
+            let bytes = _mm_loadu_si128(self.q.as_ptr().add(Tiles::at(t * KEY_TILE, c, self.hd)) as *const __m128i);
             _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)), scale)
         }
     }
@@ -401,7 +403,7 @@ impl Keys for Q8Tiles<'_> {
         use std::arch::x86_64::*;
         // SAFETY: as column16, for 8 of the 16 values; exact, as there.
         unsafe {
-            let bytes = _mm_loadl_epi64(self.q.as_ptr().add((t * self.hd + c) * KEY_TILE + 8 * half) as *const __m128i);
+            let bytes = _mm_loadl_epi64(self.q.as_ptr().add(Tiles::at(t * KEY_TILE + 8 * half, c, self.hd)) as *const __m128i);
             _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), scale)
         }
     }
@@ -617,11 +619,6 @@ mod tests {
         }
     }
 
-    /// What the cache holds for these keys, widened, a key to a row.
-    fn stored_keys(keys: Tiles) -> Vec<f32> {
-        (0..keys.len).flat_map(|j| (0..keys.hd).map(move |c| keys.get(j, c))).collect()
-    }
-
     #[test]
     fn each_row_is_causal_attention_over_its_own_sequence() {
         // Two query heads per KV head; and ten, more than one group, with a head size that
@@ -649,7 +646,7 @@ mod tests {
             for h in 0..heads {
                 let g = h / (heads / kv_heads);
                 // Against the values the cache holds (f16, or 8-bit blocks).
-                let (keys, vals) = (stored_keys(cache.keys(g, hd, visible)), stored(cache.values(g, hd, visible)));
+                let (keys, vals) = (cache.keys(g, hd, visible).widened(), stored(cache.values(g, hd, visible)));
                 let want = reference(&q[(h * total + row) * hd..][..hd], &keys, &vals, hd);
                 let got = &out[(row * heads + h) * hd..][..hd];
                 for (g, w) in got.iter().zip(&want) {
