@@ -15,6 +15,7 @@ pub mod engine;
 pub mod error;
 pub mod family;
 pub mod gguf_edit;
+mod huge_pages;
 pub mod kquants;
 pub mod kv_cache;
 pub mod legacy_quants;

@@ -20,6 +20,7 @@ pub mod reference;
 #[cfg(test)]
 pub(crate) mod test_cases;
 
+use crate::huge_pages::HugeBuffer;
 use crate::parallel::{self, Columns};
 use candle_core::quantized::{GgmlDType, QStorage, QTensor};
 use candle_core::{Device, Tensor};
@@ -271,7 +272,7 @@ pub struct KQuantMatrix {
 #[derive(Debug, Clone)]
 enum Stored {
     Rows(Arc<QTensor>),
-    Packed(Arc<Vec<u8>>),
+    Packed(Arc<HugeBuffer>),
 }
 
 impl KQuantMatrix {

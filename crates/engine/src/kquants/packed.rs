@@ -15,6 +15,7 @@
 //!   sixteen f16 at 3328.
 
 use super::{scale_min_k4, Format};
+use crate::huge_pages::HugeBuffer;
 
 /// Weight rows per packed group.
 pub const ROWS: usize = 16;
@@ -29,11 +30,12 @@ pub fn packed_bytes(format: Format) -> usize {
 }
 
 /// The `(n, k)` matrix `w` (GGUF blocks, row-major) in the packed layout; `n` must be a
-/// multiple of [`ROWS`]. Groups of sixteen rows follow each other, each with its super-blocks in order.
-pub fn pack(format: Format, w: &[u8], n: usize, blocks: usize) -> Vec<u8> {
+/// multiple of [`ROWS`]. Groups of sixteen rows follow each other, each with its super-blocks in
+/// order. Large matrices go on huge pages (see [`crate::huge_pages`]): every token reads them.
+pub fn pack(format: Format, w: &[u8], n: usize, blocks: usize) -> HugeBuffer {
     assert!(n.is_multiple_of(ROWS) && w.len() == n * blocks * format.block_bytes());
     let (src, dst) = (format.block_bytes(), packed_bytes(format));
-    let mut out = vec![0u8; n / ROWS * blocks * dst];
+    let mut out = HugeBuffer::zeroed(n / ROWS * blocks * dst);
     for (gi, group) in out.chunks_exact_mut(blocks * dst).enumerate() {
         for (i, p) in group.chunks_exact_mut(dst).enumerate() {
             for r in 0..ROWS {
