@@ -5,6 +5,7 @@
 //! model = "/models/DeepSeek-R1-Distill-Qwen-1.5B-Q4_K_M.gguf"
 //! threads = 4
 //! kv_cache = "q8_0"
+//! draft_model = "/models/DeepSeek-R1-Distill-Qwen-1.5B-Q4_K_M.gguf"
 //!
 //! [serve]
 //! host = "127.0.0.1"
@@ -22,6 +23,7 @@ pub struct Config {
     pub model: Option<PathBuf>,
     pub threads: Option<usize>,
     pub kv_cache: Option<ponder_engine::KvCacheType>,
+    pub draft_model: Option<PathBuf>,
     #[serde(default)]
     pub serve: ServeConfig,
 }

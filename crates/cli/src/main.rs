@@ -20,6 +20,11 @@ struct Cli {
     /// How the KV cache stores keys and values: f16, or q8_0 (8-bit blocks, 47 % less memory).
     #[arg(long, global = true, env = "PONDER_KV_CACHE")]
     kv_cache: Option<ponder_engine::KvCacheType>,
+    /// A small model with the same vocabulary that drafts tokens for a lone chat (a GGUF file
+    /// or a downloaded model's name). It pays when it is several times cheaper than --model,
+    /// e.g. a 1.5B drafting for a 7B.
+    #[arg(long, global = true, env = "PONDER_DRAFT_MODEL")]
+    draft_model: Option<std::path::PathBuf>,
     /// Settings file (default: config.toml in the platform config directory, e.g.
     /// ~/.config/ponder/config.toml).
     #[arg(long, global = true, env = "PONDER_CONFIG")]
@@ -65,22 +70,23 @@ fn main() {
     cli.model = cli.model.or(config.model.clone());
     let threads = cli.threads.or(config.threads).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let kv = cli.kv_cache.or(config.kv_cache).unwrap_or_default();
+    let local = model_arg::EngineArgs { kv_cache: kv, draft_model: cli.draft_model.or(config.draft_model.clone()) };
     ponder_engine::process::set_threads(threads);
     ponder_engine::process::keep_freed_step_buffers();
     let result = match cli.command {
-        Command::Chat(args) => commands::chat::run(args, cli.model, kv).map(|_| 0),
-        Command::Bench(args) => commands::bench::run(args, cli.model, threads, kv).map(|_| 0),
+        Command::Chat(args) => commands::chat::run(args, cli.model, &local).map(|_| 0),
+        Command::Bench(args) => commands::bench::run(args, cli.model, threads, &local).map(|_| 0),
         Command::Perplexity(args) => commands::perplexity::run(args, cli.model, kv).map(|_| 0),
         Command::Models(cmd) => commands::models::run(cmd, cli.model).map(|_| 0),
         Command::Check(args) => commands::check::run(args),
         Command::Preview(args) => commands::preview::run(args).map(|_| 0),
-        Command::Serve(args) => commands::serve::run(args, &config.serve, cli.model, kv).map(|_| 0),
+        Command::Serve(args) => commands::serve::run(args, &config.serve, cli.model, &local).map(|_| 0),
         Command::Run(args) => {
             // Ctrl-C pauses the job: what finished is saved, and a rerun resumes.
             let control = ponder_jobs::runner::JobControl::default();
             let c = control.clone();
             let _ = ctrlc::set_handler(move || c.pause());
-            commands::run::run(args, cli.model, kv, control)
+            commands::run::run(args, cli.model, &local, control)
         }
     };
     match result {

@@ -1,6 +1,6 @@
 //! Which model a command uses, and loading it.
 use anyhow::{bail, Result};
-use ponder_engine::{catalog, download, LoadOptions, LoadedModel};
+use ponder_engine::{catalog, download, DraftModel, EngineConfig, KvCacheType, LoadOptions, LoadedModel};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -48,4 +48,26 @@ pub fn load(path: &Path, max_context: usize) -> Result<LoadedModel> {
         let _ = write!(std::io::stderr(), "\r\x1b[2K");
     }
     Ok(loaded?)
+}
+
+/// The engine settings every command that runs a local engine shares.
+pub struct EngineArgs {
+    pub kv_cache: KvCacheType,
+    /// `--draft-model`: a path or a downloaded catalogue model's name.
+    pub draft_model: Option<PathBuf>,
+}
+
+impl EngineArgs {
+    /// An engine configuration for `max_seqs` sequences, with the draft model loaded (for a
+    /// context of `context` tokens) where one was asked for.
+    pub fn config(&self, max_seqs: usize, context: usize) -> Result<EngineConfig> {
+        let draft = match &self.draft_model {
+            Some(m) => {
+                let path = resolve(Some(m.clone()))?;
+                Some(DraftModel::new(load(&path, context).map_err(|e| e.context("loading the draft model"))?))
+            }
+            None => None,
+        };
+        Ok(EngineConfig { max_seqs, kv_cache: self.kv_cache, draft, ..Default::default() })
+    }
 }

@@ -60,6 +60,11 @@ fn errors_are_one_line_with_an_exit_code() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.trim(), "ponder: model file not found: /nonexistent.gguf");
+    let out =
+        ponder().arg("--model").arg(small_model()).args(["--draft-model", "/no-draft.gguf", "chat", "hi"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.trim(), "ponder: loading the draft model: model file not found: /no-draft.gguf");
 }
 
 #[test]
@@ -119,6 +124,8 @@ fn bench_reports_every_figure_as_json() {
     let out = ponder()
         .arg("--model")
         .arg(small_model())
+        .args(["--draft-model"])
+        .arg(small_model())
         .args(["--threads", "2", "--kv-cache", "q8_0", "bench", "--json", "--runs", "1", "--decode-tokens", "8", "--batch", "2"])
         .args(["--prefill-tokens", "64", "--memory-context", "0", "--depths", "300", "--speculative-tokens", "48"])
         .output()
@@ -136,6 +143,9 @@ fn bench_reports_every_figure_as_json() {
     let spec = &r["speculative"];
     assert!(spec["plain_tok_s"].as_f64().unwrap() > 0.0 && spec["speculative_tok_s"].as_f64().unwrap() > 0.0, "{r}");
     assert!((0.0..=1.0).contains(&spec["acceptance_rate"].as_f64().unwrap()), "{r}");
+    // The model drafting for itself: its drafts are the model's own greedy choices.
+    assert_eq!(spec["draft_model"], "Qwen2.5 Coder 0.5B Instruct AWQ", "{r}");
+    assert!(spec["acceptance_rate"].as_f64().unwrap() > 0.9, "{r}");
     assert!(spec["tokens"].as_u64().unwrap() > 8 && spec["prompt_tokens"].as_u64().unwrap() > 50, "{r}");
 }
 

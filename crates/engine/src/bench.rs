@@ -3,6 +3,7 @@
 //! peak memory. Each figure is the median of several runs, since the machines this runs on are
 //! shared and noisy.
 
+use crate::draft_model::DraftModel;
 use crate::engine::{Engine, EngineConfig};
 use crate::kv_cache::KvCacheType;
 use crate::loader::{load, LoadOptions};
@@ -10,7 +11,7 @@ use crate::request::{Event, GenerateRequest, Priority};
 use crate::sampler::SamplingParams;
 use crate::Result;
 use serde::Serialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
@@ -29,6 +30,8 @@ pub struct BenchOptions {
     /// Tokens a word problem's answer may run to, with and without speculative decoding (0
     /// skips it).
     pub speculative_tokens: usize,
+    /// A draft model for the speculative figure (see [`crate::draft_model`]).
+    pub draft_model: Option<PathBuf>,
 }
 
 impl Default for BenchOptions {
@@ -43,6 +46,7 @@ impl Default for BenchOptions {
             depths: vec![4096, 8192],
             kv_cache: KvCacheType::F16,
             speculative_tokens: 512,
+            draft_model: None,
         }
     }
 }
@@ -81,6 +85,8 @@ pub struct SpeculativePoint {
     pub acceptance_rate: f64,
     /// Tokens drafted per generated token.
     pub drafted_per_token: f64,
+    /// The draft model's name, where one drafted (n-gram lookup otherwise).
+    pub draft_model: Option<String>,
 }
 
 /// The benchmark's reasoning-style prompt: a word problem to be worked step by step.
@@ -228,7 +234,14 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
     let name = loaded.info.name.clone();
     let kv_cache = loaded.model.kv_cache_type(opts.kv_cache);
     let max_batch = opts.batch_sizes.iter().copied().max().unwrap_or(1).max(9);
-    let engine = Engine::start(loaded, EngineConfig { max_seqs: max_batch, kv_cache: opts.kv_cache, ..Default::default() })?;
+    let draft = match &opts.draft_model {
+        Some(path) => {
+            Some(DraftModel::new(load(path, &LoadOptions { max_context: Some(deepest.max(8192)), ..Default::default() })?))
+        }
+        None => None,
+    };
+    let config = EngineConfig { max_seqs: max_batch, kv_cache: opts.kv_cache, draft, ..Default::default() };
+    let engine = Engine::start(loaded, config)?;
     // Warm up: the first matmuls repack weights.
     drive(&mut [engine.submit(request(filler(&engine, 300, 0), 8, Priority::Batch))?], Instant::now());
 
@@ -387,5 +400,6 @@ fn speculative(engine: &Engine, max_tokens: usize, runs: usize, progress: &mut i
         speedup: speculative_tok_s / plain_tok_s,
         acceptance_rate: if drafted > 0 { accepted as f64 / drafted as f64 } else { 0.0 },
         drafted_per_token: drafted as f64 / (tokens.max(1) * runs) as f64,
+        draft_model: engine.draft_model().map(|m| m.name.clone()),
     })
 }

@@ -34,6 +34,8 @@ pub enum EngineError {
     TextTooShort { tokens: usize, needed: usize, context: usize },
     #[error("invalid engine configuration: {0}")]
     InvalidConfig(&'static str),
+    #[error("draft model: {0}")]
+    DraftModel(String),
     #[error("cannot start the engine thread: {0}")]
     Thread(#[source] std::io::Error),
     #[error("the engine has stopped")]

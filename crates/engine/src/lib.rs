@@ -11,6 +11,7 @@ pub mod channel_scales;
 pub mod chat_template;
 pub mod decoder;
 pub mod download;
+pub mod draft_model;
 pub mod engine;
 pub mod error;
 pub mod family;
@@ -38,6 +39,7 @@ pub mod tokenizer;
 
 pub use catalog::CatalogModel;
 pub use chat_template::{Message, Role, Thinking};
+pub use draft_model::DraftModel;
 pub use engine::{Canceller, Engine, EngineConfig, EngineStats, RequestHandle};
 pub use error::{panic_message, EngineError, InvalidRequest, Result};
 pub use family::Family;

@@ -55,6 +55,8 @@ pub(crate) struct Planned {
     /// Tokens fed after `range` to be verified: a lone decoding sequence's guess at what comes
     /// next (see [`crate::speculate`]). Each gets a row of logits too.
     pub draft: Vec<u32>,
+    /// How long a draft may be: the sequence's next draft length where it may draft, else 0.
+    pub draft_room: usize,
 }
 
 /// How full the engine is, for its published stats.
@@ -243,7 +245,8 @@ impl Scheduler {
         if let [only] = &mut plan[..] {
             let seq = &self.seqs[only.seq];
             if only.wants_logits && !seq.is_prefill() {
-                only.draft = seq.draft(self.limits.context_length);
+                only.draft_room = seq.draft_room(self.limits.context_length);
+                only.draft = seq.draft(only.draft_room);
             }
         }
         plan
@@ -277,7 +280,7 @@ impl Scheduler {
     }
 
     fn planned(&self, seq: usize, range: Range<usize>) -> Planned {
-        Planned { seq, wants_logits: range.end == self.seqs[seq].tokens.len(), range, draft: Vec::new() }
+        Planned { seq, wants_logits: range.end == self.seqs[seq].tokens.len(), range, draft: Vec::new(), draft_room: 0 }
     }
 }
 

@@ -200,16 +200,21 @@ impl Seq {
         self.on_logits_given(logits, None, tok, close, context)
     }
 
-    /// The draft for this sequence's next step: tokens that followed its last few tokens
-    /// before, at most as many as its output and context still have room for. Empty when the
-    /// request does not speculate, or nothing matches.
-    pub fn draft(&self, context: usize) -> Vec<u32> {
+    /// How many tokens this sequence's next draft may hold: its current draft length, within
+    /// the room its output and context have left; 0 when the request does not speculate.
+    pub fn draft_room(&self, context: usize) -> usize {
         if !self.ctx.speculate || self.generated == 0 {
-            return Vec::new();
+            return 0;
         }
         // The last row of a verified step draws one more token than the draft holds.
         let room = self.ctx.max_tokens.saturating_sub(self.generated + 1).min(context.saturating_sub(self.tokens.len() + 1));
-        speculate::propose(&self.tokens, self.draft_len.get().min(room))
+        self.draft_len.get().min(room)
+    }
+
+    /// The n-gram draft for this sequence's next step, of at most `room` tokens: tokens that
+    /// followed its last few tokens before. Empty when nothing matches.
+    pub fn draft(&self, room: usize) -> Vec<u32> {
+        speculate::propose(&self.tokens, room)
     }
 
     /// Takes the logits of a step that fed the last token and then `draft`: row `i` follows

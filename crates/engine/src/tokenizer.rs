@@ -120,6 +120,13 @@ impl Tokenizer {
     pub fn vocab_size(&self) -> usize {
         self.inner.get_vocab_size(true)
     }
+
+    /// How many ordinary tokens (special tokens aside) of this vocabulary `other` lacks or
+    /// numbers differently: 0 when every text token id means the same text to both.
+    pub fn vocabulary_differences(&self, other: &Tokenizer) -> usize {
+        let theirs = other.inner.get_vocab(false);
+        self.inner.get_vocab(false).iter().filter(|(text, id)| theirs.get(*text) != Some(id)).count()
+    }
 }
 
 /// Turns a growing list of token ids into text deltas that are always valid UTF-8: a token that

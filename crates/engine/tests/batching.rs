@@ -2,8 +2,8 @@
 //! and the scheduler's join/leave, priorities, cancellation, forking and limits.
 
 use ponder_engine::{
-    Channel, Engine, EngineConfig, EngineError, Event, FinishReason, GenerateRequest, KQuantKernels, KvCacheType, LoadOptions,
-    Message, Priority, RequestHandle, SamplingParams,
+    Channel, DraftModel, Engine, EngineConfig, EngineError, Event, FinishReason, GenerateRequest, KQuantKernels, KvCacheType,
+    LoadOptions, Message, Priority, RequestHandle, SamplingParams,
 };
 
 fn engine(config: EngineConfig) -> Engine {
@@ -144,6 +144,58 @@ fn speculation_does_not_change_greedy_output() {
         eprintln!("{kind}: {accepted} of {drafted} drafted tokens taken");
         assert!(accepted >= 50 && accepted < drafted, "{kind}: {accepted} of {drafted}");
     }
+}
+
+/// A draft model's drafts are checked like n-gram ones: greedy output is the plain text. The
+/// model drafting for itself makes the same greedy choices, so nearly every draft is taken: a
+/// draft cache one position off, or stale after a rejection, would show as misses. The R1 copy
+/// of the model renames its special tokens, which does not stop it drafting for the original.
+#[test]
+fn a_draft_model_does_not_change_greedy_output() {
+    let draft = |path: std::path::PathBuf| {
+        DraftModel::new(ponder_engine::load(&path, &LoadOptions { max_context: Some(4096), ..Default::default() }).unwrap())
+    };
+    for (name, drafter) in [("itself", ponder_testkit::small_model()), ("its R1 copy", ponder_testkit::r1_model())] {
+        let e = engine(EngineConfig { draft: Some(draft(drafter)), ..Default::default() });
+        let requests = [
+            greedy("Count from 1 to 40, separated by commas.", 120, Priority::Interactive),
+            GenerateRequest { min_tokens: 40, ..greedy("Say yes, then repeat it.", 64, Priority::Batch) },
+            greedy(QUESTIONS[0], 100, Priority::Batch),
+            greedy(QUESTIONS[1], 100, Priority::Batch),
+        ];
+        let before = e.stats();
+        for req in requests {
+            let plain = answer(&mut e.submit(GenerateRequest { speculate: false, ..req.clone() }).unwrap());
+            let spec = answer(&mut e.submit(req.clone()).unwrap());
+            assert_eq!(spec, plain, "drafting with {name}: {:?}", req.prompt);
+        }
+        let s = e.stats();
+        let (drafted, accepted) = (s.total_drafted - before.total_drafted, s.total_accepted - before.total_accepted);
+        eprintln!("drafting with {name}: {accepted} of {drafted} drafted tokens taken");
+        assert!(drafted >= 150 && accepted as f64 >= 0.9 * drafted as f64, "drafting with {name}: {accepted} of {drafted}");
+    }
+}
+
+/// A draft model must number text tokens as the model does; one that does not (here a tiny
+/// model with the test model's tokenizer but two ordinary tokens swapped) is refused, saying
+/// how many differ, before any request.
+#[test]
+fn a_draft_model_with_another_vocabulary_is_refused() {
+    use candle_core::quantized::gguf_file::Value;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny-qwen2.gguf");
+    let swap_two = |md: &mut std::collections::BTreeMap<String, Value>| match md.get_mut("tokenizer.ggml.tokens") {
+        Some(Value::Array(tokens)) => tokens.swap(1000, 1001),
+        other => panic!("no token list: {other:?}"),
+    };
+    ponder_testkit::tiny::Tiny::of(ponder_engine::Family::Qwen2).write_gguf(&path, ponder_testkit::tiny::Quant::Q4K_M, swap_two);
+    let draft = DraftModel::new(ponder_engine::load(&path, &LoadOptions::default()).unwrap());
+    let loaded =
+        ponder_engine::load(&ponder_testkit::small_model(), &LoadOptions { max_context: Some(4096), ..Default::default() })
+            .unwrap();
+    let err = Engine::start(loaded, EngineConfig { draft: Some(draft), ..Default::default() }).err().expect("refused");
+    let msg = err.to_string();
+    assert!(matches!(err, EngineError::DraftModel(_)) && msg.contains("cannot draft for this model: 2 tokens"), "{msg}");
 }
 
 /// With sampling, drafts are taken by the speculative-sampling rule: a seed still gives the

@@ -138,7 +138,13 @@ kv_cache: KvCacheType,
  * Let a chat that runs alone guess its next tokens from text it has already seen, and check
  * the guesses in one step: replies come faster, word for word the same when greedy.
  */
-speculative_decoding: boolean, temperature: number, top_p: number, max_tokens: number, 
+speculative_decoding: boolean, 
+/**
+ * A small model with the same vocabulary that makes those guesses instead (applies at the
+ * next start). It pays when it is several times cheaper than the model, e.g. a 1.5B for a
+ * 7B; `None` guesses from the text alone.
+ */
+draft_model_path: string | null, temperature: number, top_p: number, max_tokens: number, 
 /**
  * Close the thought after this many tokens; `None` lets the model think as long as it likes.
  */

@@ -159,13 +159,21 @@ test('chat: the Think switch belongs to the conversation, and is fixed for a mod
 
 test('settings: switching to Chinese translates the window and is saved', async () => {
   const page = await ctx.browser.newPage();
-  await mockIpc(page, { ...chatMocks, save_settings: ({ settings }) => { window.__saved = settings; return settings; } });
+  const local = (path, name, current) => ({ path, source: 'folder', origin: '/m', file_size: 4.9e8, problem: null, current,
+    info: name && { ...info, name, path } });
+  await mockIpc(page, { ...chatMocks, save_settings: ({ settings }) => { window.__saved = settings; return settings; },
+    local_models: [local('/m/x.gguf', 'Tiny R1', true), local('/m/small.gguf', 'Small', false), local('/m/gemma.gguf', null, false)] });
   await page.goto(ctx.server.url);
   await page.getByTestId('tab-settings').click();
   await page.getByTestId('language').selectOption('zh-CN');
   await page.getByTestId('thinking-budget').fill('256');
   await page.getByTestId('theme').selectOption('dark');
   await page.getByTestId('kv-cache').selectOption('q8_0');
+  // Any model Ponder runs, other than the one in use, may draft.
+  const drafts = page.getByTestId('draft-model').locator('option');
+  await drafts.nth(1).waitFor({ state: 'attached' });
+  assert.deepEqual(await drafts.evaluateAll((os) => os.map((o) => o.textContent)), ['None: guess from the text', 'Small · 0.49 GB']);
+  await page.getByTestId('draft-model').selectOption({ label: 'Small · 0.49 GB' });
   assert.equal(await page.getByTestId('speculative').isChecked(), true);
   await page.getByTestId('speculative').uncheck();
   await page.getByTestId('save-settings').click();
@@ -177,6 +185,7 @@ test('settings: switching to Chinese translates the window and is saved', async 
   assert.equal(saved.thinking_budget, 256);
   assert.equal(saved.kv_cache, 'q8_0');
   assert.equal(saved.speculative_decoding, false);
+  assert.equal(saved.draft_model_path, '/m/small.gguf');
   assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'dark');
   assert.equal(await page.evaluate(() => document.documentElement.lang), 'zh-CN');
   await page.close();

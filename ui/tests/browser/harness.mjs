@@ -88,6 +88,6 @@ export function useBrowser() {
 /// What a loaded model and the default settings look like to the UI.
 export const modelInfo = { name: 'Tiny R1', path: '/m/x.gguf', architecture: 'qwen2', quantization: 'Q4K', file_size: 1e9,
   context_length: 4096, parameters: 1.5e9, reasoning: true, thinking: 'always', kernel: 'avx512' };
-export const defaultSettings = { model_path: null, model_folders: [], threads: 2, max_sequences: 8, context_size: 4096, kv_cache: 'f16', speculative_decoding: true, temperature: 0.6, top_p: 0.95,
+export const defaultSettings = { model_path: null, model_folders: [], threads: 2, max_sequences: 8, context_size: 4096, kv_cache: 'f16', speculative_decoding: true, draft_model_path: null, temperature: 0.6, top_p: 0.95,
   max_tokens: 512, thinking_budget: null, server_enabled: false, server_port: 8080, server_api_key: null, remote_url: null, remote_model: null,
   language: 'en', theme: 'light' };

@@ -1,6 +1,6 @@
 use anyhow::Result;
 use ponder_engine::bench::{self, BenchOptions};
-use ponder_engine::{KQuantKernels, KvCacheType};
+use ponder_engine::KQuantKernels;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -41,7 +41,7 @@ enum Kernels {
     Candle,
 }
 
-pub fn run(args: Args, model: Option<PathBuf>, threads: usize, kv_cache: KvCacheType) -> Result<()> {
+pub fn run(args: Args, model: Option<PathBuf>, threads: usize, local: &crate::model_arg::EngineArgs) -> Result<()> {
     let path = crate::model_arg::resolve(model)?;
     let opts = BenchOptions {
         runs: args.runs.max(1),
@@ -54,8 +54,9 @@ pub fn run(args: Args, model: Option<PathBuf>, threads: usize, kv_cache: KvCache
         },
         memory_context: args.memory_context,
         depths: args.depths.into_iter().filter(|&d| d > 0).collect(),
-        kv_cache,
+        kv_cache: local.kv_cache,
         speculative_tokens: args.speculative_tokens,
+        draft_model: local.draft_model.clone().map(|m| crate::model_arg::resolve(Some(m))).transpose()?,
     };
     let report = bench::run(&path, threads, &opts, |stage| eprintln!("bench: {stage}"))?;
     if args.json {
@@ -80,6 +81,9 @@ pub fn run(args: Args, model: Option<PathBuf>, threads: usize, kv_cache: KvCache
             p.drafted_per_token,
             p.tokens
         );
+        if let Some(name) = &p.draft_model {
+            println!("draft model     {name}");
+        }
     }
     println!("prefill         {:.1} tok/s", report.prefill_tok_s);
     for p in &report.aggregate {

@@ -1,5 +1,5 @@
 use anyhow::{Context, Result};
-use ponder_engine::{Channel, Engine, EngineConfig, Event, GenerateRequest, KvCacheType, Message, Priority, SamplingParams};
+use ponder_engine::{Channel, Engine, EngineConfig, Event, GenerateRequest, Message, Priority, SamplingParams};
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 
@@ -29,7 +29,7 @@ pub struct Args {
     seed: Option<u64>,
 }
 
-pub fn run(args: Args, model: Option<PathBuf>, kv_cache: KvCacheType) -> Result<()> {
+pub fn run(args: Args, model: Option<PathBuf>, local: &crate::model_arg::EngineArgs) -> Result<()> {
     let question = match args.question {
         Some(q) => q,
         None => {
@@ -42,7 +42,7 @@ pub fn run(args: Args, model: Option<PathBuf>, kv_cache: KvCacheType) -> Result<
     anyhow::ensure!(!question.is_empty(), "no question given");
     let path = crate::model_arg::resolve(model)?;
     let loaded = crate::model_arg::load(&path, 32768)?;
-    let engine = Engine::start(loaded, EngineConfig { kv_cache, ..Default::default() })?;
+    let engine = Engine::start(loaded, local.config(EngineConfig::default().max_seqs, 32768)?)?;
     let info = engine.info();
     let kernels = info.kernel.map_or("candle's", |k| k.label());
     eprintln!("{} ({}, {kernels} kernels)", info.name, info.quantization);

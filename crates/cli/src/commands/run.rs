@@ -1,6 +1,6 @@
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use ponder_engine::{Engine, EngineConfig, KvCacheType};
+use ponder_engine::Engine;
 use ponder_jobs::backend::{Backend, LocalBackend};
 use ponder_jobs::remote::{RemoteBackend, RemoteConfig};
 use ponder_jobs::report::{self, ExportFormat};
@@ -75,7 +75,7 @@ fn fingerprint(bytes: &[u8]) -> String {
     format!("{h:016x}")
 }
 
-pub fn run(args: Args, model: Option<PathBuf>, kv_cache: KvCacheType, interrupted: JobControl) -> Result<i32> {
+pub fn run(args: Args, model: Option<PathBuf>, local: &crate::model_arg::EngineArgs, interrupted: JobControl) -> Result<i32> {
     let preview = ponder_jobs::read_file(&args.file, &Default::default())?;
     for w in &preview.warnings {
         eprintln!("{}:{}: warning: {}", args.file.display(), w.line, w.message);
@@ -144,7 +144,7 @@ pub fn run(args: Args, model: Option<PathBuf>, kv_cache: KvCacheType, interrupte
             None => {
                 let path = crate::model_arg::resolve(model)?;
                 let loaded = crate::model_arg::load(&path, 32768)?;
-                engine = Engine::start(loaded, EngineConfig { max_seqs, kv_cache, ..Default::default() })?;
+                engine = Engine::start(loaded, local.config(max_seqs, 32768)?)?;
                 Box::new(LocalBackend { engine: &engine, max_seqs })
             }
         };

@@ -1,5 +1,5 @@
 use anyhow::Result;
-use ponder_engine::{Engine, EngineConfig, KvCacheType};
+use ponder_engine::Engine;
 use ponder_server::ServerConfig;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -27,7 +27,12 @@ pub struct Args {
     context: usize,
 }
 
-pub fn run(args: Args, defaults: &crate::config::ServeConfig, model: Option<PathBuf>, kv_cache: KvCacheType) -> Result<()> {
+pub fn run(
+    args: Args,
+    defaults: &crate::config::ServeConfig,
+    model: Option<PathBuf>,
+    local: &crate::model_arg::EngineArgs,
+) -> Result<()> {
     let host = args.host.or(defaults.host).unwrap_or(IpAddr::from([127, 0, 0, 1]));
     let port = args.port.or(defaults.port).unwrap_or(8080);
     let mut config = ServerConfig::new(SocketAddr::new(host, port), "");
@@ -37,7 +42,7 @@ pub fn run(args: Args, defaults: &crate::config::ServeConfig, model: Option<Path
     let path = crate::model_arg::resolve(model)?;
     let loaded = crate::model_arg::load(&path, args.context)?;
     config.model_name = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
-    let engine = Arc::new(Engine::start(loaded, EngineConfig { max_seqs: args.max_seqs, kv_cache, ..Default::default() })?);
+    let engine = Arc::new(Engine::start(loaded, local.config(args.max_seqs, args.context)?)?);
     eprintln!("ponder: serving {} on http://{}/v1", config.model_name, config.addr);
     ponder_server::serve_blocking(engine, config)?;
     Ok(())

@@ -13,6 +13,7 @@ pub use handle::{Canceller, RequestHandle};
 pub use stats::EngineStats;
 
 use crate::chat_template::ChatTemplate;
+use crate::draft_model::DraftModel;
 use crate::error::{EngineError, Result};
 use crate::kv_cache::KvCacheType;
 use crate::loader::{LoadedModel, ModelInfo};
@@ -36,11 +37,14 @@ pub struct EngineConfig {
     pub max_step_tokens: usize,
     /// How the KV cache stores keys and values.
     pub kv_cache: KvCacheType,
+    /// A small model with the same vocabulary that drafts tokens for a chat decoding alone
+    /// (see [`crate::draft_model`]); without one, drafts come from n-gram lookup only.
+    pub draft: Option<DraftModel>,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        Self { max_seqs: 8, kv_budget_bytes: None, max_step_tokens: 512, kv_cache: KvCacheType::F16 }
+        Self { max_seqs: 8, kv_budget_bytes: None, max_step_tokens: 512, kv_cache: KvCacheType::F16, draft: None }
     }
 }
 
@@ -52,6 +56,7 @@ struct Shared {
     context_length: usize,
     kv_budget_tokens: usize,
     max_seqs: usize,
+    draft: Option<ModelInfo>,
     /// The latest stats and when the worker published them.
     stats: Mutex<(EngineStats, Instant)>,
 }
@@ -69,6 +74,9 @@ impl Engine {
         if config.max_seqs == 0 || config.max_step_tokens == 0 {
             return Err(EngineError::InvalidConfig("max_seqs and max_step_tokens must be > 0"));
         }
+        if let Some(draft) = &config.draft {
+            draft.check_vocabulary(&tokenizer)?;
+        }
         let per_token = model.config().kv_bytes_per_token(config.kv_cache) as u64;
         let context_length = model.config().context_length;
         let budget_bytes = config.kv_budget_bytes.unwrap_or(config.max_seqs as u64 * 4096.min(context_length as u64) * per_token);
@@ -80,6 +88,7 @@ impl Engine {
             context_length,
             kv_budget_tokens,
             max_seqs: config.max_seqs,
+            draft: config.draft.as_ref().map(|d| d.info().clone()),
             stats: Mutex::new((EngineStats { kv_tokens_budget: kv_budget_tokens, ..Default::default() }, Instant::now())),
         });
         let close = shared.tokenizer.encode_plain("\n</think>\n\n")?;
@@ -93,6 +102,7 @@ impl Engine {
             sched: Scheduler::new(limits),
             limits,
             kv_cache: config.kv_cache,
+            drafter: config.draft.map(DraftModel::into_drafter),
             close,
             rate: Default::default(),
             fed: 0,
@@ -108,6 +118,11 @@ impl Engine {
 
     pub fn info(&self) -> &ModelInfo {
         &self.shared.info
+    }
+
+    /// The draft model the engine was started with, if any.
+    pub fn draft_model(&self) -> Option<&ModelInfo> {
+        self.shared.draft.as_ref()
     }
 
     pub fn tokenizer(&self) -> &Tokenizer {

@@ -10,6 +10,7 @@
 use super::stats::{EngineStats, RateMeter};
 use super::Shared;
 use crate::decoder::{Decoder, StepInput};
+use crate::draft_model::Drafter;
 use crate::error::panic_message;
 use crate::kv_cache::KvCacheType;
 use crate::request::FinishReason;
@@ -34,6 +35,8 @@ pub(super) struct Worker {
     pub limits: Limits,
     /// How new sequences' caches store keys and values.
     pub kv_cache: KvCacheType,
+    /// The draft model, where one was given and has not failed.
+    pub drafter: Option<Drafter>,
     /// The tokens that close a thought, forced when a thinking budget runs out.
     pub close: Vec<u32>,
     pub rate: RateMeter,
@@ -70,7 +73,8 @@ impl Worker {
         while self.take_commands() {
             #[cfg(feature = "fault-inject")]
             self.faults.on_turn();
-            let plan = self.sched.schedule();
+            let mut plan = self.sched.schedule();
+            self.draft_with_model(&mut plan);
             if !plan.is_empty() {
                 self.step(&plan);
             }
@@ -104,6 +108,31 @@ impl Worker {
         let token = self.close.first().copied().unwrap_or(0);
         let _ = self.model.forward(&mut [StepInput { tokens: &[token, token], cache: &mut cache, logit_rows: 1 }]);
         tracing::debug!("warm-up took {:?}", t.elapsed());
+    }
+
+    /// Gives a sequence that may draft the draft model's guess instead of the n-gram one. A draft
+    /// model is worth loading only at a fraction of the big model's cost, and then what counts is
+    /// how often its guesses are taken: 83 % against the n-gram drafts' 42 % on `ponder bench`'s
+    /// word problem. (The test models' 0.5B costs as much as the 1.5B, so there any use of it
+    /// measured slower than n-gram drafts alone: 0.7x with its drafts, 1.08x with n-gram drafts
+    /// first, against 1.6x.) A failing draft model is dropped with a warning: drafts only ever
+    /// save time.
+    fn draft_with_model(&mut self, plan: &mut [Planned]) {
+        let (Some(drafter), [p]) = (self.drafter.as_mut(), plan) else { return };
+        if p.draft_room == 0 {
+            return;
+        }
+        let seq = &self.sched.planned_mut(std::slice::from_ref(p))[0];
+        let why = match catch_unwind(AssertUnwindSafe(|| drafter.propose(&seq.tokens, p.draft_room))) {
+            Ok(Ok(draft)) => {
+                p.draft = draft;
+                return;
+            }
+            Ok(Err(e)) => e.to_string(),
+            Err(panic) => panic_message(&*panic),
+        };
+        tracing::warn!("the draft model failed and is turned off: {why}");
+        self.drafter = None;
     }
 
     /// Runs the planned sequences through the model and samples the next token of each that

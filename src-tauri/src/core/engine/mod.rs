@@ -4,9 +4,9 @@ pub mod commands;
 
 use crate::core::error::CommandError;
 use crate::core::settings::Settings;
-use ponder_engine::{Engine, EngineConfig, EngineStats, LoadOptions, LoadProgress, ModelInfo};
+use ponder_engine::{DraftModel, Engine, EngineConfig, EngineStats, LoadOptions, LoadProgress, LoadedModel, ModelInfo};
 use serde::Serialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 
 enum Slot {
@@ -92,6 +92,7 @@ impl EngineState {
         }
         let this = self.clone();
         let config = EngineConfig { max_seqs: settings.max_sequences, kv_cache: settings.kv_cache, ..EngineConfig::default() };
+        let draft = settings.draft_model_path.clone();
         // The status bar's progress line; a newer load's slot is left alone.
         let (weak, loading) = (Arc::downgrade(self), path.clone());
         let on_progress: ponder_engine::ProgressFn = Arc::new(move |progress| {
@@ -116,7 +117,10 @@ impl EngineState {
                 // (Asserted: a panic drops the half-loaded model, and the progress callback
                 // only ever sets a value under the slot's lock.)
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    ponder_engine::load(&path, &options).and_then(|m| Engine::start(m, config))
+                    ponder_engine::load(&path, &options).and_then(|m| {
+                        let config = with_draft(config, &m, draft.as_deref(), &options);
+                        Engine::start(m, config)
+                    })
                 }));
                 if let Some(marker) = &this.marker {
                     let _ = std::fs::remove_file(marker);
@@ -182,6 +186,26 @@ impl EngineState {
             Slot::Loading(p, progress) => EngineStatus::Loading { path: p.display().to_string(), progress: *progress },
             Slot::Ready(e) => EngineStatus::Ready { model: e.info().clone(), stats: e.stats() },
             Slot::Failed { path, error } => EngineStatus::Failed { path: path.display().to_string(), error: error.clone() },
+        }
+    }
+}
+
+/// `config` with the draft model the settings name, where it loads and can draft for `model`.
+/// A draft model only ever saves time, so one that cannot draft is left out with a warning
+/// rather than failing the load.
+fn with_draft(config: EngineConfig, model: &LoadedModel, draft: Option<&Path>, options: &LoadOptions) -> EngineConfig {
+    let Some(path) = draft else { return config };
+    let options = LoadOptions { on_progress: None, ..options.clone() };
+    let draft = ponder_engine::load(path, &options).and_then(|d| {
+        let d = DraftModel::new(d);
+        d.check_vocabulary(&model.tokenizer)?;
+        Ok(d)
+    });
+    match draft {
+        Ok(d) => EngineConfig { draft: Some(d), ..config },
+        Err(e) => {
+            tracing::warn!("draft model {}: {e}; chats guess from the text alone", path.display());
+            config
         }
     }
 }
@@ -255,5 +279,17 @@ mod tests {
         let partway = seen.iter().filter(|(done, total)| 0 < *done && done < total).count();
         assert!(partway >= 3, "{seen:?}");
         assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0), "{seen:?}");
+    }
+
+    #[test]
+    fn the_settings_draft_model_drafts_and_one_that_cannot_is_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = Settings { max_sequences: 1, context_size: 512, ..Settings::default() };
+        for (draft, drafts) in [(small_model(), true), (dir.path().join("missing.gguf"), false)] {
+            let engine = Arc::new(EngineState::default());
+            engine.load(small_model(), &Settings { draft_model_path: Some(draft.clone()), ..base.clone() });
+            let e = engine.wait().unwrap_or_else(|e| panic!("{}: {}", draft.display(), e.message));
+            assert_eq!(e.draft_model().is_some(), drafts, "{}", draft.display());
+        }
     }
 }
