@@ -234,12 +234,8 @@ pub fn run(model: &Path, threads: usize, opts: &BenchOptions, mut progress: impl
     let name = loaded.info.name.clone();
     let kv_cache = loaded.model.kv_cache_type(opts.kv_cache);
     let max_batch = opts.batch_sizes.iter().copied().max().unwrap_or(1).max(9);
-    let draft = match &opts.draft_model {
-        Some(path) => {
-            Some(DraftModel::new(load(path, &LoadOptions { max_context: Some(deepest.max(8192)), ..Default::default() })?))
-        }
-        None => None,
-    };
+    let draft_options = LoadOptions { max_context: Some(deepest.max(8192)), ..Default::default() };
+    let draft = opts.draft_model.as_ref().map(|path| load(path, &draft_options).map(DraftModel::new)).transpose()?;
     let config = EngineConfig { max_seqs: max_batch, kv_cache: opts.kv_cache, draft, ..Default::default() };
     let engine = Engine::start(loaded, config)?;
     // Warm up: the first matmuls repack weights.

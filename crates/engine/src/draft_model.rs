@@ -13,6 +13,7 @@ use crate::decoder::{Decoder, StepInput};
 use crate::error::{EngineError, Result};
 use crate::kv_cache::{KvCacheType, SeqCache};
 use crate::loader::{LoadedModel, ModelInfo};
+use crate::sampler::argmax;
 use crate::tokenizer::Tokenizer;
 use std::sync::Arc;
 
@@ -96,8 +97,10 @@ impl Drafter {
         let mut draft = Vec::with_capacity(max);
         while draft.len() < max {
             let mut logits = Vec::new();
-            for chunk in pending.chunks(CATCH_UP_CHUNK) {
-                let mut input = [StepInput { tokens: chunk, cache: &mut self.cache, logit_rows: 1 }];
+            let chunks = pending.chunks(CATCH_UP_CHUNK).count();
+            for (i, chunk) in pending.chunks(CATCH_UP_CHUNK).enumerate() {
+                // Only the last token's row is a guess; the chunks before it only fill the cache.
+                let mut input = [StepInput { tokens: chunk, cache: &mut self.cache, logit_rows: usize::from(i + 1 == chunks) }];
                 let out = self.model.forward(&mut input)?;
                 self.cached.extend_from_slice(chunk);
                 logits = out.map(|t| t.flatten_all()?.to_vec1::<f32>()).transpose()?.unwrap_or_default();
@@ -113,11 +116,13 @@ impl Drafter {
     }
 }
 
-/// The most likely token of a row of logits and its probability.
+/// The most likely token of a row of logits, chosen as greedy decoding chooses it (ties to the
+/// lowest id), and its probability.
 fn top(logits: &[f32]) -> Option<(u32, f32)> {
-    let (best, &max) = logits.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))?;
+    let best = argmax(logits);
+    let max = *logits.get(best as usize)?;
     let sum: f32 = logits.iter().map(|&l| (l - max).exp()).sum();
-    Some((best as u32, 1.0 / sum))
+    Some((best, 1.0 / sum))
 }
 
 #[cfg(test)]
@@ -130,5 +135,6 @@ mod tests {
         assert_eq!(t, 1);
         assert!((p - 0.5).abs() < 1e-6, "{p}");
         assert_eq!(top(&[]), None);
+        assert_eq!(top(&[1.0, 3.0, 3.0]).unwrap().0, 1, "a tie goes to the lowest id, as in greedy decoding");
     }
 }
