@@ -103,6 +103,27 @@ class Session {
     }, `element ${css}`, timeoutMs);
     return Object.values(el)[0];
   }
+  /// Waits until an element matches `css`, watching from inside the page rather than asking
+  /// every 200 ms as `find` does: each question runs a script in the window's process, and a
+  /// benchmark of what the window costs must not add that.
+  async waitQuietly(css, timeoutMs = 30000) {
+    const end = Date.now() + timeoutMs;
+    // One script waits up to 50 s: fetch gives up on an answer that takes 300 s.
+    await this.cmd('POST', '/timeouts', { script: 60000 });
+    while (Date.now() < end) {
+      const found = await this.cmd('POST', '/execute/async', {
+        script: `const [css, ms, done] = arguments;
+          if (document.querySelector(css)) return done(true);
+          const seen = new MutationObserver(() => { if (document.querySelector(css)) finish(true); });
+          const timer = setTimeout(() => finish(false), ms);
+          function finish(v) { seen.disconnect(); clearTimeout(timer); done(v); }
+          seen.observe(document.body, { childList: true, subtree: true });`,
+        args: [css, Math.max(0, Math.min(50000, end - Date.now()))],
+      });
+      if (found) return;
+    }
+    throw new Error(`timed out waiting for element ${css}`);
+  }
   /// The element's text content. (WebDriver's rendered-text command can answer '' for an
   /// element WebKit has not painted yet.)
   async text(css, timeoutMs) {

@@ -43,6 +43,18 @@ describe('renderMarkdown', () => {
     spy.mockRestore();
   });
 
+  it('guesses the language of unlabelled code only once the text is done', () => {
+    const code = '```\ndef f(x):\n    return x * 2\n```';
+    const streaming = dom(renderMarkdown(code, { streaming: true }));
+    expect(streaming.querySelector('code')?.textContent).toBe('def f(x):\n    return x * 2');
+    expect(streaming.querySelector('code span')).toBeNull();
+    const done = dom(renderMarkdown(code));
+    expect(done.querySelector('code')?.textContent).toBe('def f(x):\n    return x * 2');
+    expect(done.querySelector('code span[class^=hljs-]')).not.toBeNull();
+    // Labelled code is highlighted either way.
+    expect(dom(renderMarkdown('```python\nreturn 1\n```', { streaming: true })).querySelector('.hljs-keyword')).not.toBeNull();
+  });
+
   it('leaves prices, code and bad TeX alone', () => {
     const d = dom(renderMarkdown('It costs $5 and $10.\n\n`$x$` in code\n\n```python\nprint("$y$")\n```\n\n$\\frac{1}{$'));
     expect(d.querySelector('p')?.textContent).toBe('It costs $5 and $10.');

@@ -88,11 +88,15 @@ const marked = new Marked({
       const language = (lang ?? '').trim().split(/\s+/)[0].toLowerCase();
       const html = language && hljs.getLanguage(language)
         ? hljs.highlight(text, { language }).value
-        : hljs.highlightAuto(text).value;
+        : guessLanguage ? hljs.highlightAuto(text).value : escapeHtml(text);
       return `<pre><code class="hljs${language ? ` language-${language}` : ''}">${html}</code></pre>`;
     },
   },
 });
+
+// Whether code without a language is highlighted as the language it looks most like: that tries
+// every language on the whole text, too dear for a block rendered again ten times a second.
+let guessLanguage = true;
 
 // Links open nowhere inside the app window; keep them visibly links but make them inert for
 // navigation (the click handler in Markdown.svelte stops them).
@@ -104,9 +108,11 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
 });
 
 /** Model output as safe HTML; text that cannot be rendered (nesting deep enough to exhaust the
- * stack) shows as plain text instead of failing the message. */
-export function renderMarkdown(source: string): string {
+ * stack) shows as plain text instead of failing the message. A `streaming` text is still
+ * growing: its code without a language is shown plain until it is done. */
+export function renderMarkdown(source: string, { streaming = false } = {}): string {
   mathOut = [];
+  guessLanguage = !streaming;
   try {
     const html = marked.parse(source, { async: false });
     // The model's own HTML loses its styles (it could hide text or cover the window).

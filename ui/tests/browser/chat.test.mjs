@@ -35,12 +35,12 @@ const chatMocks = {
     db.msgs.push(question, reply);
     const script = [
       { event: 'started', prompt_tokens: 12 },
-      ...['The user ', 'asks for ', '2 + 2. ', 'Adding gives 4.'].map((text) => ({ event: 'delta', channel: 'thinking', text })),
+      ...(window.__thought ?? ['The user ', 'asks for ', '2 + 2. ', 'Adding gives 4.']).map((text) => ({ event: 'delta', channel: 'thinking', text })),
       ...['**Answer:** ', '$2 + 2 = 4$', '\n\n<img src=x onerror="window.pwned=1">'].map((text) => ({ event: 'delta', channel: 'answer', text })),
     ];
     let i = 0;
     const tick = () => {
-      if (window.__hold && i === 5) return setTimeout(tick, 30);
+      if (window.__hold && i === (window.__holdAt ?? 5)) return setTimeout(tick, 30);
       if (i < script.length) {
         window.__emit(onEvent, script[i++]);
         return setTimeout(tick, 30);
@@ -97,6 +97,49 @@ test('chat: a question streams thinking then a rendered, sanitised answer', asyn
   await page.getByTestId('answer').waitFor();
   await thinking.locator('summary').click();
   assert.equal(await thinking.evaluate((d) => d.open), true, 'the thought can be reopened');
+  await page.close();
+});
+
+test('chat: a long thought shows its newest line, and stays where the reader scrolls it', async () => {
+  const page = await ctx.browser.newPage();
+  await mockIpc(page, chatMocks);
+  await page.addInitScript(() => {
+    // Short lines, blank lines and lines long enough to wrap.
+    window.__thought = Array.from({ length: 80 }, (_, k) => (k % 7 === 3 ? '\n' : `Step ${k}: ${'we check the sum again, '.repeat(k % 5 === 0 ? 9 : 1)}\n`));
+    window.__hold = true;
+    window.__holdAt = 1 + 40;
+  });
+  await page.goto(ctx.server.url);
+  await page.getByTestId('composer').fill('Think long');
+  await page.getByTestId('composer').press('Enter');
+  const shown = (n) => page.waitForFunction((n) => document.querySelector('[data-testid=thinking-text]')?.textContent === window.__thought.slice(0, n).join(''), n);
+  await shown(40);
+  const box = page.getByTestId('thinking-text');
+  await page.waitForFunction(() => { const b = document.querySelector('[data-testid=thinking-text]'); return b.scrollTop > 0 && b.scrollTop + b.clientHeight >= b.scrollHeight - 1; });
+
+  // One element per line, laid out as the whole text in one pre-wrap block would be.
+  const [lines, height, asOne] = await box.evaluate((b) => {
+    const probe = document.createElement('div');
+    const style = getComputedStyle(b);
+    Object.assign(probe.style, { whiteSpace: 'pre-wrap', font: style.font, lineHeight: style.lineHeight, width: `${b.clientWidth}px`, position: 'absolute', visibility: 'hidden' });
+    probe.textContent = b.textContent;
+    document.body.append(probe);
+    const h = probe.getBoundingClientRect().height;
+    probe.remove();
+    return [b.children.length, b.scrollHeight, h];
+  });
+  assert.equal(lines, 41, 'forty lines and the empty one after the last line break');
+  assert.ok(Math.abs(height - asOne) <= 1, `the lines are ${height}px tall, the text in one block ${asOne}px`);
+
+  // The reader scrolls up: the newer lines no longer pull the box down.
+  await box.evaluate((b) => { b.scrollTop = 0; });
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  await page.evaluate(() => { window.__holdAt = 1 + 60; });
+  await shown(60);
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  assert.equal(await box.evaluate((b) => b.scrollTop), 0);
+  await page.evaluate(() => { window.__hold = false; });
+  await page.getByTestId('stats').waitFor();
   await page.close();
 });
 
