@@ -43,13 +43,14 @@ describe('renderMarkdown', () => {
     spy.mockRestore();
   });
 
-  it('guesses the language of unlabelled code only once the text is done', () => {
-    const code = '```\ndef f(x):\n    return x * 2\n```';
+  it('lays growing code out line by line, and guesses the language of unlabelled code once done', () => {
+    const code = '```\ndef f(x):\n\n    return x * 2\n```';
     const streaming = dom(renderMarkdown(code, { streaming: true }));
-    expect(streaming.querySelector('code')?.textContent).toBe('def f(x):\n    return x * 2');
+    expect(Array.from(streaming.querySelectorAll('code > div'), (d) => d.textContent)).toEqual(['def f(x):\n', '\n', '    return x * 2\n']);
     expect(streaming.querySelector('code span')).toBeNull();
     const done = dom(renderMarkdown(code));
-    expect(done.querySelector('code')?.textContent).toBe('def f(x):\n    return x * 2');
+    expect(done.querySelector('code')?.textContent).toBe('def f(x):\n\n    return x * 2');
+    expect(done.querySelector('code > div')).toBeNull();
     expect(done.querySelector('code span[class^=hljs-]')).not.toBeNull();
     // Labelled code is highlighted either way.
     expect(dom(renderMarkdown('```python\nreturn 1\n```', { streaming: true })).querySelector('.hljs-keyword')).not.toBeNull();

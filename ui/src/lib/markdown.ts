@@ -86,17 +86,23 @@ const marked = new Marked({
   renderer: {
     code({ text, lang }) {
       const language = (lang ?? '').trim().split(/\s+/)[0].toLowerCase();
-      const html = language && hljs.getLanguage(language)
-        ? hljs.highlight(text, { language }).value
-        : guessLanguage ? hljs.highlightAuto(text).value : escapeHtml(text);
-      return `<pre><code class="hljs${language ? ` language-${language}` : ''}">${html}</code></pre>`;
+      const known = language !== '' && hljs.getLanguage(language) !== undefined;
+      const open = `<pre><code class="hljs${language ? ` language-${language}` : ''}">`;
+      if (streaming) {
+        // One element per line (see liveText.ts), each highlighted alone: a growing block then
+        // changes only its last line's element, and the window repaints that line. Once done,
+        // the whole block is highlighted as one, where a string or comment can span lines.
+        const line = (l: string) => `<div>${known ? hljs.highlight(l, { language }).value : escapeHtml(l)}\n</div>`;
+        return `${open}${text.split('\n').map(line).join('')}</code></pre>`;
+      }
+      const html = known ? hljs.highlight(text, { language }).value : hljs.highlightAuto(text).value;
+      return `${open}${html}</code></pre>`;
     },
   },
 });
 
-// Whether code without a language is highlighted as the language it looks most like: that tries
-// every language on the whole text, too dear for a block rendered again ten times a second.
-let guessLanguage = true;
+// Whether the text is still growing (see renderMarkdown).
+let streaming = false;
 
 // Links open nowhere inside the app window; keep them visibly links but make them inert for
 // navigation (the click handler in Markdown.svelte stops them).
@@ -109,10 +115,12 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
 
 /** Model output as safe HTML; text that cannot be rendered (nesting deep enough to exhaust the
  * stack) shows as plain text instead of failing the message. A `streaming` text is still
- * growing: its code without a language is shown plain until it is done. */
-export function renderMarkdown(source: string, { streaming = false } = {}): string {
+ * growing, and rendered again ten times a second: its code is laid out line by line, and code
+ * without a language is shown plain until it is done (guessing the language tries every one on
+ * the whole text). */
+export function renderMarkdown(source: string, { streaming: growing = false } = {}): string {
   mathOut = [];
-  guessLanguage = !streaming;
+  streaming = growing;
   try {
     const html = marked.parse(source, { async: false });
     // The model's own HTML loses its styles (it could hide text or cover the window).
