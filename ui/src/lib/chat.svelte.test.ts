@@ -18,7 +18,8 @@ vi.mock('./api', () => ({
   },
 }));
 
-const { ChatController, STREAM_UPDATE_MS } = await import('./chat.svelte');
+const { ChatController } = await import('./chat.svelte');
+const { STREAM_UPDATE_MS } = await import('./cadence');
 
 afterEach(() => vi.useRealTimers());
 

@@ -2,6 +2,7 @@
 // stream in. Rust owns the conversations; this only mirrors them and applies stream events.
 import { chat, type ChatEvent, type ChatMessage, type CommandError, type Conversation } from './api';
 import { errorText } from './i18n.svelte';
+import { cadenced } from './cadence';
 
 /** A message as shown: the stored one plus what only matters while it streams. */
 export interface ShownMessage extends ChatMessage {
@@ -151,33 +152,17 @@ export class ChatController {
   }
 
   /** Routes a reply's events to its message. Events can arrive before the command that started
-   * the reply returns its id; they wait in a buffer until `attach`. Deltas are applied together
-   * at most every STREAM_UPDATE_MS, in an animation frame: each update lays out and paints the
-   * reply again, and where the window paints in software that, not the Markdown, is the cost. */
+   * the reply returns its id; they wait in a buffer until `attach`. Deltas are shown together
+   * (see cadence.ts). */
   private stream(conversationId: number) {
     let replyId: number | null = null;
     const early: ChatEvent[] = [];
-    // Each event with when it arrived, so the thinking timer does not count the wait.
-    const queued: [ChatEvent, number][] = [];
-    let pending: ReturnType<typeof setTimeout> | null = null;
-    let lastUpdate = -Infinity;
-    const apply = ([e, at]: [ChatEvent, number]) => {
+    const deliver = cadenced((e: ChatEvent, at: number) => {
       if (e.event === 'finished') void this.refresh();
       if (conversationId !== this.activeId) return;
       const m = this.messages.find((x) => x.id === replyId);
       if (m) applyEvent(m, e, at);
-    };
-    const flush = () => {
-      if (pending !== null) clearTimeout(pending);
-      pending = null;
-      lastUpdate = performance.now();
-      queued.splice(0).forEach(apply);
-    };
-    const deliver = (e: ChatEvent) => {
-      queued.push([e, Date.now()]);
-      if (e.event !== 'delta') flush();
-      else pending ??= setTimeout(() => nextFrame(flush), Math.max(0, lastUpdate + STREAM_UPDATE_MS - performance.now()));
-    };
+    }, (e) => e.event === 'delta');
     return {
       onEvent: (e: ChatEvent) => (replyId === null ? early.push(e) : deliver(e)),
       attach: (id: number) => {
@@ -186,18 +171,6 @@ export class ChatController {
       },
     };
   }
-}
-
-/** How often a streaming reply is shown again: fast enough to read as a stream, and a tenth of
- * the frames a token-per-frame update would paint at 30 tokens a second. */
-export const STREAM_UPDATE_MS = 100;
-
-/** The next animation frame, or a timer's worth where there are no frames (a hidden window,
- * a test without layout). */
-function nextFrame(f: () => void): number {
-  return typeof requestAnimationFrame === 'function' && document.visibilityState !== 'hidden'
-    ? requestAnimationFrame(f)
-    : (setTimeout(f, 16) as unknown as number);
 }
 
 /** Applies one stream event to a reply. */

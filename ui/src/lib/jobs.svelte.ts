@@ -4,6 +4,7 @@
 import { jobs, type RunOn, type ExportFormat, type FilePreview, type JobOptions, type JobProgress, type JobSummary, type JobTable,
   type JobUiEvent, type ProblemStatus, type SampleRow } from './api';
 import { errorText } from './i18n.svelte';
+import { cadenced } from './cadence';
 
 export type RowState = 'queued' | 'thinking' | 'answered' | 'confirmed' | 'disputed' | 'unsure';
 
@@ -89,7 +90,8 @@ export class JobsController {
     this.running[id] = true;
     this.runOn[id] = on;
     try {
-      await jobs.run(id, on, (e) => this.apply(id, e));
+      // Live text is shown together (see cadence.ts): a batch's samples send about 150 deltas a second.
+      await jobs.run(id, on, cadenced((e: JobUiEvent) => this.apply(id, e), (e) => e.event === 'delta'));
     } catch (e) {
       this.running[id] = false;
       this.error = errorText(e);

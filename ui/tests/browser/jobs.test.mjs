@@ -148,6 +148,12 @@ test('jobs: dropped files are previewed, run with live progress, and reported wi
   assert.equal(await page.getByTestId('sample').count(), 2);
   await page.getByTestId('sample').first().locator('summary').click();
   assert.equal(await page.getByTestId('sample').first().locator('.katex').count(), 1);
+  // The panes take the window's height, not their content's (they are size-contained).
+  const [table, detail, body] = await page.evaluate(() => ['.table-wrap', '.detail', '.body'].map((s) => document.querySelector(s).getBoundingClientRect().height));
+  assert.ok(table === body && detail === body && body > 300, `panes ${table} and ${detail}px tall in a ${body}px body`);
+  const shots = path.resolve(import.meta.dirname, '../../../test-output/browser');
+  fs.mkdirSync(shots, { recursive: true });
+  await page.screenshot({ path: path.join(shots, 'job.png') });
 
   // Filter to the disputed problems only, then export the report.
   await page.getByTestId('count-disputed').click();
@@ -182,8 +188,6 @@ test('jobs: dropped files are previewed, run with live progress, and reported wi
   // KaTeX's own fonts, from the file itself.
   assert.ok(await report.evaluate(() => document.fonts.check('16px KaTeX_Main') && [...document.fonts].some((f) => f.family === 'KaTeX_Main' && f.status === 'loaded')));
   assert.match(await report.locator('table.settled').textContent(), /1\s*Confirmed/);
-  const shots = path.resolve(import.meta.dirname, '../../../test-output/browser');
-  fs.mkdirSync(shots, { recursive: true });
   await report.screenshot({ path: path.join(shots, 'html-report.png'), fullPage: true });
   await report.close();
 
