@@ -87,9 +87,10 @@ bench: setup
 	$(CARGO) bench -p ponder-jobs --bench read_file
 	$(MAKE) --no-print-directory bench-app
 
-# The app's chat in the real window against `ponder bench`'s single-stream rate on the same model
-# in the same run, and the window's web process's share of a core while ~1,000-token replies
-# stream (tests/e2e/stream-speed.mjs; medians of 3, as JSON).
+# The app's chat in the real window against `ponder bench`'s single-stream rate on the same model,
+# in turns (a bench run before each reply, as this machine's speed drifts), and the window's web
+# process's share of a core while ~1,000-token replies stream (tests/e2e/stream-speed.mjs;
+# medians of 3, as JSON).
 bench-app: setup build
 	node tests/e2e/stream-speed.mjs
 
