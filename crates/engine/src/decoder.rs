@@ -253,11 +253,12 @@ impl Layer {
 }
 
 /// Where the embedding rows come from. A quantized table is looked up row by row so that the
-/// f32 copy of a 151k-token vocabulary (~0.9 GiB for the 1.5B model) never exists. A K-quant
-/// table is the same matrix the tied output projection multiplies by, held once.
+/// f32 copy of a 151k-token vocabulary (~0.9 GiB for the 1.5B model) never exists. A table in
+/// one of Ponder's formats is the same matrix the tied output projection multiplies by, held once.
 #[derive(Debug, Clone)]
 enum Embedding {
     KQuant(KQuantMatrix),
+    Legacy(LegacyMatrix),
     Quantized(Arc<QTensor>),
     Dense(Tensor),
 }
@@ -267,8 +268,13 @@ impl Embedding {
     /// away, before the layers load), kept quantized, or made dense if it is a float format.
     fn new(table: QTensor, kernels: KQuantKernels, device: &Device) -> candle_core::Result<Self> {
         let table = Arc::new(table);
-        if let Some(m) = KQuantMatrix::new(table.clone()).filter(|_| kernels == KQuantKernels::Ponder) {
-            return Ok(Embedding::KQuant(m));
+        if kernels == KQuantKernels::Ponder {
+            if let Some(m) = KQuantMatrix::new(table.clone()) {
+                return Ok(Embedding::KQuant(m));
+            }
+            if let Some(m) = LegacyMatrix::new(table.clone()) {
+                return Ok(Embedding::Legacy(m));
+            }
         }
         Ok(if matches!(table.dtype(), GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16) {
             Embedding::Dense(table.dequantize(device)?)
@@ -281,6 +287,7 @@ impl Embedding {
     fn as_weights(&self, kernels: KQuantKernels) -> candle_core::Result<Weights> {
         match self {
             Embedding::KQuant(m) => Ok(Weights::KQuant(m.clone())),
+            Embedding::Legacy(m) => Ok(Weights::Legacy(m.clone())),
             Embedding::Quantized(q) => Weights::quantized(q.clone(), kernels),
             Embedding::Dense(t) => Ok(Weights::Candle(QMatMul::Tensor(t.clone()))),
         }
@@ -289,6 +296,7 @@ impl Embedding {
     fn forward(&self, ids: &Tensor) -> candle_core::Result<Tensor> {
         match self {
             Embedding::KQuant(m) => m.rows(ids),
+            Embedding::Legacy(m) => m.rows(ids),
             Embedding::Quantized(q) => q.embedding(ids),
             Embedding::Dense(t) => t.index_select(ids, 0),
         }

@@ -342,23 +342,35 @@ impl KQuantMatrix {
         match &self.stored {
             Stored::Rows(t) => t.embedding(ids),
             Stored::Packed(p) => {
-                let ids = ids.flatten_all()?.to_vec1::<u32>()?;
-                let mut bytes = Vec::with_capacity(ids.len() * self.k / QK_K * self.format.block_bytes());
-                for &id in &ids {
-                    if id as usize >= self.n {
-                        candle_core::bail!("row {id} of a table of {} rows", self.n);
-                    }
-                    bytes.extend(packed::unpack_row(self.format, p, self.k / QK_K, id as usize));
-                }
                 let dtype = match self.format {
                     Format::Q4K => GgmlDType::Q4K,
                     Format::Q6K => GgmlDType::Q6K,
                 };
-                let storage = QStorage::from_data(bytes.into(), &Device::Cpu, dtype)?;
-                QTensor::new(storage, (ids.len(), self.k))?.dequantize(&Device::Cpu)
+                packed_rows(ids, self.n, self.k, dtype, |row| packed::unpack_row(self.format, p, self.k / QK_K, row))
             }
         }
     }
+}
+
+/// Rows `ids` of a packed `(n, k)` table in format `dtype` as f32 `(len, k)`, each row's GGUF
+/// blocks read back by `unpack_row` and dequantized by candle.
+pub(crate) fn packed_rows(
+    ids: &Tensor,
+    n: usize,
+    k: usize,
+    dtype: GgmlDType,
+    unpack_row: impl Fn(usize) -> Vec<u8>,
+) -> candle_core::Result<Tensor> {
+    let ids = ids.flatten_all()?.to_vec1::<u32>()?;
+    let mut bytes = Vec::new();
+    for &id in &ids {
+        if id as usize >= n {
+            candle_core::bail!("row {id} of a table of {n} rows");
+        }
+        bytes.extend(unpack_row(id as usize));
+    }
+    let storage = QStorage::from_data(bytes.into(), &Device::Cpu, dtype)?;
+    QTensor::new(storage, (ids.len(), k))?.dequantize(&Device::Cpu)
 }
 
 /// The activations quantized to Q8K, one row per input row (in parallel for more than a few).

@@ -16,6 +16,7 @@
 
 use super::{scale_min_k4, Format};
 use crate::huge_pages::HugeBuffer;
+use rayon::prelude::*;
 
 /// Weight rows per packed group.
 pub const ROWS: usize = 16;
@@ -36,7 +37,8 @@ pub fn pack(format: Format, w: &[u8], n: usize, blocks: usize) -> HugeBuffer {
     assert!(n.is_multiple_of(ROWS) && w.len() == n * blocks * format.block_bytes());
     let (src, dst) = (format.block_bytes(), packed_bytes(format));
     let mut out = HugeBuffer::zeroed(n / ROWS * blocks * dst);
-    for (gi, group) in out.chunks_exact_mut(blocks * dst).enumerate() {
+    // On every core: a model's worth of packing is a good part of its load time.
+    out.par_chunks_exact_mut(blocks * dst).enumerate().for_each(|(gi, group)| {
         for (i, p) in group.chunks_exact_mut(dst).enumerate() {
             for r in 0..ROWS {
                 let at = ((gi * ROWS + r) * blocks + i) * src;
@@ -47,7 +49,7 @@ pub fn pack(format: Format, w: &[u8], n: usize, blocks: usize) -> HugeBuffer {
                 }
             }
         }
-    }
+    });
     out
 }
 

@@ -2,22 +2,10 @@
 //! unpacked to 32 signed bytes once for all rows; each row keeps its own eight-lane
 //! accumulator and the reference's float sequence (see [`super::reference`]).
 
-use super::{Format, Q8Block};
+use super::format_id::{format, Q4_0, Q8_0};
+use super::Q8Block;
 use crate::kquants::avx2::f16_ptr;
 use std::arch::x86_64::*;
-
-/// `Format`s as the numbers the kernels are specialised on (a const generic cannot be an enum).
-pub const Q8_0: u8 = 0;
-pub const Q5_0: u8 = 1;
-pub const Q4_0: u8 = 2;
-
-const fn format(f: u8) -> Format {
-    match f {
-        Q8_0 => Format::Q8_0,
-        Q5_0 => Format::Q5_0,
-        _ => Format::Q4_0,
-    }
-}
 
 /// One block's 32 values as signed bytes, in order.
 #[inline(always)]

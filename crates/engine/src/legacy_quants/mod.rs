@@ -16,8 +16,12 @@
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+pub mod packed;
 pub mod reference;
 
+use crate::huge_pages::HugeBuffer;
 use crate::kquants::Kernel;
 use crate::parallel::{self, Columns};
 use candle_core::quantized::{GgmlDType, QTensor};
@@ -48,11 +52,30 @@ impl Format {
         }
     }
 
-    pub fn block_bytes(self) -> usize {
+    pub const fn block_bytes(self) -> usize {
         match self {
             Self::Q8_0 => 34,
             Self::Q5_0 => 22,
             Self::Q4_0 => 18,
+        }
+    }
+}
+
+/// `Format`s as the numbers the SIMD kernels are specialised on (a const generic cannot be an
+/// enum).
+#[cfg(target_arch = "x86_64")]
+mod format_id {
+    use super::Format;
+
+    pub const Q8_0: u8 = 0;
+    pub const Q5_0: u8 = 1;
+    pub const Q4_0: u8 = 2;
+
+    pub const fn format(f: u8) -> Format {
+        match f {
+            Q8_0 => Format::Q8_0,
+            Q5_0 => Format::Q5_0,
+            _ => Format::Q4_0,
         }
     }
 }
@@ -110,9 +133,9 @@ pub fn dot_rows(kernel: Kernel, format: Format, w: &[u8], blocks: usize, acts: &
                 };
             }
             match format {
-                Format::Q8_0 => go!(avx2::Q8_0),
-                Format::Q5_0 => go!(avx2::Q5_0),
-                Format::Q4_0 => go!(avx2::Q4_0),
+                Format::Q8_0 => go!(format_id::Q8_0),
+                Format::Q5_0 => go!(format_id::Q5_0),
+                Format::Q4_0 => go!(format_id::Q4_0),
             }
         },
         #[cfg(not(target_arch = "x86_64"))]
@@ -130,6 +153,12 @@ fn quantize_rows(xs: &[f32], k: usize, m: usize) -> Vec<Vec<Q8Block>> {
 pub fn matmul(kernel: Kernel, format: Format, w: &[u8], n: usize, k: usize, xs: &[f32], m: usize) -> Vec<f32> {
     assert_eq!(xs.len(), m * k);
     let acts = quantize_rows(xs, k, m);
+    #[cfg(target_arch = "x86_64")]
+    if kernel == Kernel::Avx512 && n.is_multiple_of(packed::ROWS) {
+        assert_eq!(w.len(), n * (k / QK) * format.block_bytes(), "weight bytes do not match {n}×{k}");
+        let w = packed::pack(format, w, n, k / QK);
+        return matmul_packed(&[Part { format, w: &w, n }], k, &acts).remove(0);
+    }
     matmul_parts(kernel, &[Part { format, w, n }], k, &acts).remove(0)
 }
 
@@ -174,13 +203,74 @@ fn matmul_parts(kernel: Kernel, parts: &[Part], k: usize, acts: &[Vec<Q8Block>])
     unsafe { parallel::columns_written(acts.len(), &widths, fill) }
 }
 
-/// A weight matrix of `n` rows by `k` columns in one of these formats, read as loaded.
+/// [`matmul_parts`] over packed matrices ([`packed::pack`]) with the AVX-512 kernels: one
+/// parallel pass over every part's groups of sixteen rows.
+#[cfg(target_arch = "x86_64")]
+fn matmul_packed(parts: &[Part], k: usize, acts: &[Vec<Q8Block>]) -> Vec<Vec<f32>> {
+    assert!(Kernel::chosen() == Kernel::Avx512, "packed weights need the AVX-512 kernels");
+    let blocks = k / QK;
+    let group_bytes = |f: Format| blocks * packed::packed_bytes(f);
+    assert!(parts.iter().all(|p| p.n % packed::ROWS == 0 && p.w.len() == p.n / packed::ROWS * group_bytes(p.format)));
+    assert!(acts.iter().all(|a| a.len() == blocks));
+    let acts: Vec<avx512::ActRow> = acts.iter().map(|a| avx512::ActRow::new(a)).collect();
+    // Every part's groups in one list: part `i`'s start at `starts[i]`.
+    let starts: Vec<usize> = parts.iter().scan(0, |at, p| Some(std::mem::replace(at, *at + p.n / packed::ROWS))).collect();
+    let groups: usize = parts.iter().map(|p| p.n / packed::ROWS).sum();
+    let widths: Vec<usize> = parts.iter().map(|p| p.n).collect();
+    let fill = |columns: &[Columns]| {
+        parallel::for_chunks(groups, |items| {
+            for item in items {
+                let pi = starts.partition_point(|&s| s <= item) - 1;
+                let (part, gi) = (&parts[pi], item - starts[pi]);
+                let gb = group_bytes(part.format);
+                // A group's weights stay in cache while the activation rows pass over them.
+                let gw = &part.w[gi * gb..(gi + 1) * gb];
+                for (c, a) in acts.chunks(avx512::MAX_ROWS).enumerate() {
+                    let mut res = [[0f32; 16]; avx512::MAX_ROWS];
+                    // SAFETY: `chosen` picked AVX-512 for this CPU (asserted above); every activation
+                    // row has `blocks` blocks, as many as the group.
+                    unsafe {
+                        macro_rules! go {
+                            ($f:expr) => {
+                                match a.len() {
+                                    1 => avx512::dot::<1, { $f }>(gw, a, &mut res),
+                                    _ => avx512::dot::<2, { $f }>(gw, a, &mut res),
+                                }
+                            };
+                        }
+                        match part.format {
+                            Format::Q8_0 => go!(format_id::Q8_0),
+                            Format::Q5_0 => go!(format_id::Q5_0),
+                            Format::Q4_0 => go!(format_id::Q4_0),
+                        }
+                    }
+                    for (r, vals) in res[..a.len()].iter().enumerate() {
+                        // SAFETY: this task alone handles group `gi` of part `pi`, so these columns.
+                        unsafe { columns[pi].set(c * avx512::MAX_ROWS + r, gi * packed::ROWS, vals) };
+                    }
+                }
+            }
+        })
+    };
+    // SAFETY: the groups cover every part's columns, and each group writes all the activation rows of its own.
+    unsafe { parallel::columns_written(acts.len(), &widths, fill) }
+}
+
+/// A weight matrix of `n` rows by `k` columns in one of these formats: packed for the AVX-512
+/// kernels ([`packed`], as large as the file's tensor, which is then dropped), or kept as
+/// loaded for the others.
 #[derive(Debug, Clone)]
 pub struct LegacyMatrix {
-    tensor: Arc<QTensor>,
+    stored: Stored,
     format: Format,
     n: usize,
     k: usize,
+}
+
+#[derive(Debug, Clone)]
+enum Stored {
+    Rows(Arc<QTensor>),
+    Packed(Arc<HugeBuffer>),
 }
 
 impl LegacyMatrix {
@@ -191,7 +281,12 @@ impl LegacyMatrix {
         if !matches!(tensor.device(), Device::Cpu) || k % QK != 0 {
             return None;
         }
-        Some(Self { tensor, format, n, k })
+        let stored = if Kernel::chosen() == Kernel::Avx512 && n.is_multiple_of(packed::ROWS) {
+            Stored::Packed(Arc::new(packed::pack(format, &tensor.data().ok()?, n, k / QK)))
+        } else {
+            Stored::Rows(tensor)
+        };
+        Some(Self { stored, format, n, k })
     }
 
     /// `x (m, k)` times the transposed weights: `(m, n)`.
@@ -207,10 +302,52 @@ impl LegacyMatrix {
             candle_core::bail!("matmul of {k} columns against a {}×{} weight", w.n, w.k);
         }
         let acts = crate::tensor_values::with_values(x, |xs| quantize_rows(xs, k, m))?;
-        let data = mats.iter().map(|w| w.tensor.data()).collect::<candle_core::Result<Vec<_>>>()?;
-        let parts: Vec<Part> = mats.iter().zip(&data).map(|(w, d)| Part { format: w.format, w: d, n: w.n }).collect();
-        let outs = matmul_parts(Kernel::chosen(), &parts, k, &acts);
-        outs.into_iter().zip(mats).map(|(o, w)| Tensor::from_vec(o, (m, w.n), x.device())).collect()
+        let tensor = |out: Vec<f32>, n: usize| Tensor::from_vec(out, (m, n), x.device());
+        #[cfg(target_arch = "x86_64")]
+        {
+            let parts: Option<Vec<Part>> = mats
+                .iter()
+                .map(|w| match &w.stored {
+                    Stored::Packed(p) => Some(Part { format: w.format, w: p, n: w.n }),
+                    Stored::Rows(_) => None,
+                })
+                .collect();
+            if let Some(parts) = parts {
+                return matmul_packed(&parts, k, &acts).into_iter().zip(mats).map(|(o, w)| tensor(o, w.n)).collect();
+            }
+        }
+        // Some matrices kept their rows (a row count not a multiple of 16): one at a time.
+        mats.iter()
+            .map(|w| {
+                let out = match &w.stored {
+                    Stored::Rows(t) => {
+                        matmul_parts(Kernel::chosen(), &[Part { format: w.format, w: &t.data()?, n: w.n }], k, &acts).remove(0)
+                    }
+                    #[cfg(target_arch = "x86_64")]
+                    Stored::Packed(p) => matmul_packed(&[Part { format: w.format, w: p, n: w.n }], k, &acts).remove(0),
+                    #[cfg(not(target_arch = "x86_64"))]
+                    Stored::Packed(_) => unreachable!("packing is for the AVX-512 kernels"),
+                };
+                tensor(out, w.n)
+            })
+            .collect()
+    }
+
+    /// Rows `ids` of the matrix as f32 `(len, k)`: an embedding lookup in a quantized table.
+    pub fn rows(&self, ids: &Tensor) -> candle_core::Result<Tensor> {
+        match &self.stored {
+            Stored::Rows(t) => t.embedding(ids),
+            Stored::Packed(p) => {
+                let dtype = match self.format {
+                    Format::Q8_0 => GgmlDType::Q8_0,
+                    Format::Q5_0 => GgmlDType::Q5_0,
+                    Format::Q4_0 => GgmlDType::Q4_0,
+                };
+                crate::kquants::packed_rows(ids, self.n, self.k, dtype, |row| {
+                    packed::unpack_row(self.format, p, self.k / QK, row)
+                })
+            }
+        }
     }
 }
 
@@ -240,10 +377,11 @@ mod tests {
 
     #[test]
     fn every_kernel_returns_the_references_bits_close_to_candle() {
-        for m in [1, 3, 6, 13] {
+        // 896 columns: 28 blocks, as in Qwen2.5 0.5B. 48 rows are packed for AVX-512 (three
+        // groups of sixteen); 24 are not, and take the AVX2 kernel there.
+        for (m, n) in [(1, 48), (3, 48), (6, 24), (13, 48), (2, 24)] {
             for format in FORMATS {
-                // 896 columns: 28 blocks, as in Qwen2.5 0.5B.
-                let (n, k) = (24, 896);
+                let k = 896;
                 let (q, x) = case(format, n, k, m, 7);
                 let f = Format::from_ggml(format).unwrap();
                 let data = q.data().unwrap().into_owned();
@@ -252,7 +390,7 @@ mod tests {
                 let err = max_rel(&reference, &candle);
                 assert!(err < 1e-5, "{format:?} m={m} reference vs candle: {err}");
                 for kernel in Kernel::available() {
-                    assert_eq!(matmul(kernel, f, &data, n, k, &x, m), reference, "{format:?} {kernel:?} m={m}");
+                    assert_eq!(matmul(kernel, f, &data, n, k, &x, m), reference, "{format:?} {kernel:?} m={m} n={n}");
                 }
             }
         }
@@ -278,29 +416,50 @@ mod tests {
     #[test]
     fn a_shared_quantization_gives_each_matrix_its_own_bits() {
         let (k, m) = (384, 5);
-        let (q8, x) = case(GgmlDType::Q8_0, 8, k, m, 21);
-        let (q5, _) = case(GgmlDType::Q5_0, 24, k, m, 22);
-        let (a, b) = (LegacyMatrix::new(Arc::new(q8)).unwrap(), LegacyMatrix::new(Arc::new(q5)).unwrap());
-        let x = Tensor::from_vec(x, (m, k), &Device::Cpu).unwrap();
-        let both = LegacyMatrix::forward_all(&[&a, &b], &x).unwrap();
-        for (y, w) in both.iter().zip([&a, &b]) {
-            assert_eq!(y.to_vec2::<f32>().unwrap(), w.forward(&x).unwrap().to_vec2::<f32>().unwrap());
+        // Packed (rows a multiple of 16) and kept as loaded, on an AVX-512 CPU.
+        for (n8, n5, n4) in [(16, 32, 48), (8, 24, 16)] {
+            let (q8, x) = case(GgmlDType::Q8_0, n8, k, m, 21);
+            let (q5, _) = case(GgmlDType::Q5_0, n5, k, m, 22);
+            let (q4, _) = case(GgmlDType::Q4_0, n4, k, m, 23);
+            let mats = [q8, q5, q4].map(|q| LegacyMatrix::new(Arc::new(q)).unwrap());
+            let x = Tensor::from_vec(x, (m, k), &Device::Cpu).unwrap();
+            let all = LegacyMatrix::forward_all(&mats.each_ref(), &x).unwrap();
+            for (y, w) in all.iter().zip(&mats) {
+                assert_eq!(y.to_vec2::<f32>().unwrap(), w.forward(&x).unwrap().to_vec2::<f32>().unwrap());
+            }
+            assert_eq!(all[1].dims(), &[m, n5]);
         }
-        assert_eq!(both[1].dims(), &[m, 24]);
+    }
+
+    #[test]
+    fn table_rows_read_back_as_candle_dequantizes_them() {
+        for format in FORMATS {
+            // Packed on an AVX-512 CPU (48 rows), and kept as loaded (40).
+            for n in [48, 40] {
+                let (q, _) = case(format, n, 64, 1, 4);
+                let ids = Tensor::new(&[3u32, 47 % n as u32, 0, 3], &Device::Cpu).unwrap();
+                let theirs = q.dequantize(&Device::Cpu).unwrap().index_select(&ids, 0).unwrap();
+                let table = LegacyMatrix::new(Arc::new(q)).unwrap();
+                let ours = table.rows(&ids).unwrap();
+                assert_eq!(ours.to_vec2::<f32>().unwrap(), theirs.to_vec2::<f32>().unwrap(), "{format:?} n={n}");
+                let past = Tensor::new(&[n as u32], &Device::Cpu).unwrap();
+                assert!(table.rows(&past).is_err(), "{format:?} n={n}: a row past the end");
+            }
+        }
     }
 
     #[test]
     fn zero_rows_and_extreme_values_stay_finite() {
         for format in FORMATS {
-            let (q, _) = case(format, 8, 64, 1, 3);
+            let (q, _) = case(format, 16, 64, 1, 3);
             let data = q.data().unwrap().into_owned();
             let f = Format::from_ggml(format).unwrap();
             let mut x = vec![0f32; 3 * 64];
             x[64] = 1e6; // large, but its scale (1e6 / 127) still fits the f16 ggml keeps it in
             x[150] = -3.0e-30;
             for kernel in Kernel::available() {
-                let y = matmul(kernel, f, &data, 8, 64, &x, 3);
-                assert!(y[..8].iter().all(|v| *v == 0.0), "{format:?} {kernel:?}");
+                let y = matmul(kernel, f, &data, 16, 64, &x, 3);
+                assert!(y[..16].iter().all(|v| *v == 0.0), "{format:?} {kernel:?}");
                 assert!(y.iter().all(|v| v.is_finite()), "{format:?} {kernel:?}");
             }
         }
