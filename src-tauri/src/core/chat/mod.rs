@@ -92,6 +92,19 @@ impl StopSwitch {
 /// Saving a long reply as it grows means a crash loses seconds of it, not all of it.
 const SAVE_EVERY: Duration = Duration::from_secs(3);
 
+/// Appends to `text` the deltas of `channel` that have already arrived, so that they travel as
+/// one message (a speculative step accepts several tokens at once, and each message costs the
+/// web process a script evaluation); returns the first other event, to be handled next.
+fn merge_queued(channel: Channel, text: &mut String, mut next: impl FnMut() -> Option<Event>) -> Option<Event> {
+    while let Some(event) = next() {
+        match event {
+            Event::Delta { channel: c, text: more, .. } if c == channel => text.push_str(&more),
+            other => return Some(other),
+        }
+    }
+    None
+}
+
 impl ChatState {
     pub fn new(store: ChatStore) -> Self {
         if let Err(e) = store.mark_interrupted() {
@@ -207,8 +220,9 @@ impl ChatState {
         let (mut answer, mut thinking) = (String::new(), String::new());
         let (mut thinking_started, mut thinking_ended) = (None::<Instant>, None::<Instant>);
         let mut last_save = Instant::now();
+        let mut next = None::<Event>;
         loop {
-            let Some(event) = handle.recv() else {
+            let Some(event) = next.take().or_else(|| handle.recv()) else {
                 let _ = self.store.lock().unwrap().save_reply(reply_id, &answer, &thinking, None, None);
                 return Err(EngineError::EngineStopped.into());
             };
@@ -216,7 +230,8 @@ impl ChatState {
                 Event::Started { prompt_tokens, .. } => {
                     sink.send(ChatEvent::Started { prompt_tokens });
                 }
-                Event::Delta { channel, text, .. } => {
+                Event::Delta { channel, mut text, .. } => {
+                    next = merge_queued(channel, &mut text, || handle.try_recv().ok());
                     match channel {
                         Channel::Thinking => {
                             thinking_started.get_or_insert_with(Instant::now);
@@ -282,6 +297,26 @@ mod tests {
                 ev => seen.push(ev),
             }
         }
+    }
+
+    #[test]
+    fn queued_deltas_of_one_channel_travel_together_and_any_other_event_waits_its_turn() {
+        let delta = |channel, text: &str| Event::Delta { index: 0, channel, text: text.into() };
+        let mut queue = vec![
+            delta(Channel::Thinking, " b"),
+            delta(Channel::Thinking, " c"),
+            delta(Channel::Answer, "d"),
+            delta(Channel::Answer, "e"),
+        ]
+        .into_iter();
+        let mut text = "a".to_string();
+        let next = merge_queued(Channel::Thinking, &mut text, || queue.next());
+        assert_eq!(text, "a b c");
+        assert!(matches!(next, Some(Event::Delta { channel: Channel::Answer, ref text, .. }) if text == "d"), "{next:?}");
+        // The answer's own deltas merge in turn; an empty queue ends the merge.
+        let mut text = "d".to_string();
+        assert!(merge_queued(Channel::Answer, &mut text, || queue.next()).is_none());
+        assert_eq!(text, "de");
     }
 
     #[test]
