@@ -76,13 +76,16 @@ fuzz:
 # Engine speed on the 1.5B test model with 2 threads (medians of 3 runs), as JSON: once with
 # candle's K-quant kernels (the baseline), once with Ponder's (the default); peak memory with
 # eight 4,096-token contexts, f16 cache then 8-bit cache, each in a run that does little else;
-# then the kernels alone on real weights (the 1.5B's K-quants, the 0.5B's Q5_0 and Q8_0) and
-# decode attention at depth (criterion).
+# prefill and 16 sequences against the engine issue 18 measured, in turns
+# (scripts/bench-baseline.py, which builds that commit's CLI once); then the kernels alone on
+# real weights (the 1.5B's K-quants, the 0.5B's Q5_0 and Q8_0) and decode attention at depth
+# (criterion).
 bench: setup
 	$(CARGO) build --release -p ponder-cli
 	$(TARGET_DIR)/release/ponder --threads 2 --model $(PONDER_TEST_MODELS)/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf bench --json --kernels candle
 	$(TARGET_DIR)/release/ponder --threads 2 --model $(PONDER_TEST_MODELS)/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf bench --json --kernels ponder
 	for kv in f16 q8_0; do $(TARGET_DIR)/release/ponder --threads 2 --model $(PONDER_TEST_MODELS)/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf bench --json --kv-cache $$kv --runs 1 --batch 1 --depths 0 --speculative-tokens 0 || exit 1; done
+	python3 scripts/bench-baseline.py $(TARGET_DIR)/release/ponder $(PONDER_TEST_MODELS)/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
 	$(CARGO) bench -p ponder-engine --bench kquants
 	$(CARGO) bench -p ponder-engine --bench legacy_quants
 	$(CARGO) bench -p ponder-engine --bench attention
