@@ -77,7 +77,7 @@ test('the Models list finds GGUF files in all four kinds of folders and uses one
     // Use the LM Studio copy: it loads in place of the current model, without a restart. Every
     // state the status bar shows meanwhile is recorded, once the first model has loaded (on a
     // busy machine it may still be loading when the list appears, and the bar would show it).
-    await app.waitUntil(`return document.querySelector('[data-testid=status-model]') !== null`, 'the first model to load', 120000);
+    await app.find('[data-testid=status-model]', 120000);
     await app.run(`window.__shown = [];
       new MutationObserver(() => {
         const bar = document.querySelector('[data-testid=status-bar]');
