@@ -78,8 +78,8 @@ fuzz:
 # eight 4,096-token contexts, f16 cache then 8-bit cache, each in a run that does little else;
 # prefill and 16 sequences against the engine issue 18 measured, in turns
 # (scripts/bench-baseline.py, which builds that commit's CLI once); then the kernels alone on
-# real weights (the 1.5B's K-quants, the 0.5B's Q5_0 and Q8_0) and decode attention at depth
-# (criterion).
+# real weights (the 1.5B's K-quants, the 0.5B's Q5_0 and Q8_0), decode attention at depth, and
+# the CPU's vpdpbusd rate beside each instruction the kernels add (criterion).
 bench: setup
 	$(CARGO) build --release -p ponder-cli
 	$(TARGET_DIR)/release/ponder --threads 2 --model $(PONDER_TEST_MODELS)/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf bench --json --kernels candle
@@ -89,6 +89,7 @@ bench: setup
 	$(CARGO) bench -p ponder-engine --bench kquants
 	$(CARGO) bench -p ponder-engine --bench legacy_quants
 	$(CARGO) bench -p ponder-engine --bench attention
+	$(CARGO) bench -p ponder-engine --bench vector_ports
 	$(CARGO) bench -p ponder-jobs --bench read_file
 	$(MAKE) --no-print-directory bench-app
 
