@@ -13,6 +13,9 @@
 //! its own, aligned to 2 MiB, marked before its first write; a small one stays on the heap.
 //! Where huge pages are off or unknown (other systems), the buffer is plain memory: nothing
 //! changes but the speed.
+//!
+//! Every buffer here starts on a cache line, a small one too ([`AlignedBytes`]): the kernels read
+//! 64 bytes at a time, and a load across two lines costs two. The heap alone gives 16 bytes.
 
 use std::ops::{Deref, DerefMut};
 
@@ -25,14 +28,14 @@ pub struct HugeBuffer {
 }
 
 enum Inner {
-    Heap(Vec<u8>),
+    Heap(AlignedBytes),
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     Mapped(Mapping),
 }
 
 impl HugeBuffer {
     /// `len` zero bytes: in a mapping of their own on huge pages from [`HUGE_PAGE`] on (on
-    /// Linux), else on the heap.
+    /// Linux), else on the heap, from a cache line's start.
     pub fn zeroed(len: usize) -> Self {
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
         if len >= HUGE_PAGE {
@@ -40,7 +43,56 @@ impl HugeBuffer {
                 return Self { inner: Inner::Mapped(m) };
             }
         }
-        Self { inner: Inner::Heap(vec![0; len]) }
+        Self { inner: Inner::Heap(AlignedBytes::zeroed(len)) }
+    }
+}
+
+/// Bytes on the heap that start on a cache line (64 bytes).
+#[derive(Default)]
+pub struct AlignedBytes {
+    lines: Vec<CacheLine>,
+    len: usize,
+}
+
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct CacheLine([u8; 64]);
+
+impl AlignedBytes {
+    /// `len` zero bytes.
+    pub fn zeroed(len: usize) -> Self {
+        let mut b = Self::default();
+        b.resize(len);
+        b
+    }
+
+    /// Makes the buffer `len` bytes long; bytes it gains are zero.
+    pub fn resize(&mut self, len: usize) {
+        let old = self.len;
+        self.lines.resize(len.div_ceil(64), CacheLine([0; 64]));
+        self.len = len;
+        // New lines come zeroed; the rest of the old last line may hold bytes from before a shrink.
+        let end = len.min(old.next_multiple_of(64));
+        if end > old {
+            self[old..end].fill(0);
+        }
+    }
+}
+
+impl Deref for AlignedBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the lines are `len.div_ceil(64)` initialized arrays of 64 bytes, contiguous and
+        // without padding (`repr(C)`, size 64), so their first `len` bytes are readable.
+        unsafe { std::slice::from_raw_parts(self.lines.as_ptr() as *const u8, self.len) }
+    }
+}
+
+impl DerefMut for AlignedBytes {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `deref`, and `&mut self` makes this borrow the only one.
+        unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr() as *mut u8, self.len) }
     }
 }
 
@@ -165,6 +217,23 @@ mod tests {
             }
             assert!(b.iter().enumerate().all(|(i, &x)| x == (i % 251) as u8));
         }
+    }
+
+    #[test]
+    fn small_buffers_start_on_a_cache_line_and_grow_zeroed() {
+        for len in [1, 63, 65, 4095, HUGE_PAGE - 1] {
+            let b = HugeBuffer::zeroed(len);
+            assert!(matches!(b.inner, Inner::Heap(_)), "{b:?}");
+            assert_eq!(b.as_ptr() as usize % 64, 0, "{len} bytes");
+        }
+        let mut a = AlignedBytes::zeroed(10);
+        a.fill(7);
+        a.resize(200);
+        assert_eq!(a.as_ptr() as usize % 64, 0);
+        assert_eq!((a.len(), &a[..10], &a[10..]), (200, &[7u8; 10][..], &[0u8; 190][..]));
+        a.resize(3);
+        a.resize(12);
+        assert_eq!(&a[..], &[7, 7, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0][..]);
     }
 
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

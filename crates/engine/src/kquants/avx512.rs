@@ -9,6 +9,7 @@
 
 use super::packed::{Q4K_PACKED, Q6K_PACKED};
 use super::Q8K;
+use crate::huge_pages::AlignedBytes;
 use std::arch::x86_64::*;
 
 /// Activation rows per call: four rows' accumulators fill the registers.
@@ -110,12 +111,12 @@ unsafe fn q6k_values<S: Source>(p: *const u8, n: usize, g: usize) -> [__m512i; 4
 /// # Safety
 /// The CPU must pass [`supported`]; `w` holds whole packed Q6_K super-blocks.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-pub unsafe fn unpack_q6k(w: &[u8], out: &mut Vec<u8>) {
+pub unsafe fn unpack_q6k(w: &[u8], out: &mut AlignedBytes) {
     // SAFETY: the caller upholds this function's contract (# Safety above); every load stays inside `w`, every store inside `out`, sized here.
     unsafe {
         let ((from, meta), (to, _)) = (q6k_layout::<Packed>(), q6k_layout::<Unpacked>());
         let blocks = w.len() / from;
-        out.resize(blocks * to, 0);
+        out.resize(blocks * to);
         for i in 0..blocks {
             let (p, q) = (w.as_ptr().add(i * from), out.as_mut_ptr().add(i * to));
             for l in 0..5 {

