@@ -276,6 +276,11 @@ pub(super) trait Keys: Copy {
     /// As [`Keys::scale8`].
     #[cfg(target_arch = "x86_64")]
     unsafe fn column8(self, t: usize, half: usize, c: usize, scale: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256;
+
+    /// Asks the CPU to start loading what [`Keys::column16`] reads of column `c` of tile `t`
+    /// (and its block's scales), into L2. Any tile: past the end, nothing happens.
+    #[cfg(target_arch = "x86_64")]
+    fn prefetch16(self, t: usize, c: usize);
 }
 
 /// f16 keys in tiles.
@@ -316,6 +321,12 @@ impl Keys for F16Tiles<'_> {
         use std::arch::x86_64::*;
         // SAFETY: tile t is stored, so its column c's 16 values are (the caller's contract).
         unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(self.x.as_ptr().add(Tiles::at(t * KEY_TILE, c, self.hd)) as *const __m256i)) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn prefetch16(self, t: usize, c: usize) {
+        prefetch_line(self.x.as_ptr().wrapping_add(Tiles::at(t * KEY_TILE, c, self.hd)));
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -388,6 +399,15 @@ impl Keys for Q8Tiles<'_> {
 
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
+    fn prefetch16(self, t: usize, c: usize) {
+        prefetch_line(self.q.as_ptr().wrapping_add(Tiles::at(t * KEY_TILE, c, self.hd)));
+        if c.is_multiple_of(Q8_BLOCK) {
+            prefetch_line(self.d.as_ptr().wrapping_add(Tiles::scale_at(t * KEY_TILE, c / Q8_BLOCK, self.hd)));
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
     unsafe fn scale8(self, t: usize, half: usize, c: usize) -> std::arch::x86_64::__m256 {
         use std::arch::x86_64::*;
         // SAFETY: as scale16, for 8 of the 16 scales.
@@ -440,16 +460,22 @@ pub(super) trait Stored: Copy {
 /// Prefetches `bytes` bytes from `p` into L2, one cache line at a time. A prefetch never faults.
 /// L2 rather than L1: when keys were prefetched too, at depth 4,096 (criterion `decode
 /// attention`), fetching them into L1 64 keys ahead measured slower than into L2 128 ahead;
-/// rows asked for far ahead into L1 would likely evict the scores and sums it holds. Keys are
-/// no longer prefetched: a head's tiles are one stream, which the CPU's own prefetcher follows
-/// (without the prefetches, scoring rows of keys measured the same).
+/// rows asked for far ahead into L1 would likely evict the scores and sums it holds. The
+/// AVX-512 scoring prefetches its keys a column at a time ([`Keys::prefetch16`]), which paid
+/// where prefetching rows of keys had not.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+/// Asks for the cache line holding `p` into L2.
+fn prefetch_line<T>(p: *const T) {
+    // SAFETY: a prefetch is a hint that reads nothing and cannot fault, whatever the address.
+    unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(p as *const i8) };
+}
+
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn prefetch_bytes<T>(p: *const T, bytes: usize) {
-    use std::arch::x86_64::*;
     for off in (0..bytes).step_by(64) {
-        // SAFETY: a prefetch is a hint that reads nothing and cannot fault, whatever the address.
-        unsafe { _mm_prefetch::<_MM_HINT_T1>((p as *const i8).wrapping_add(off)) };
+        prefetch_line((p as *const i8).wrapping_add(off));
     }
 }
 
