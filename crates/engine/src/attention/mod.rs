@@ -457,20 +457,20 @@ pub(super) trait Stored: Copy {
     fn prefetch(self, j: usize, hd: usize);
 }
 
+/// Asks for the cache line holding `p` into L2.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn prefetch_line<T>(p: *const T) {
+    // SAFETY: a prefetch is a hint that reads nothing and cannot fault, whatever the address.
+    unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(p as *const i8) };
+}
+
 /// Prefetches `bytes` bytes from `p` into L2, one cache line at a time. A prefetch never faults.
 /// L2 rather than L1: when keys were prefetched too, at depth 4,096 (criterion `decode
 /// attention`), fetching them into L1 64 keys ahead measured slower than into L2 128 ahead;
 /// rows asked for far ahead into L1 would likely evict the scores and sums it holds. The
 /// AVX-512 scoring prefetches its keys a column at a time ([`Keys::prefetch16`]), which paid
 /// where prefetching rows of keys had not.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-/// Asks for the cache line holding `p` into L2.
-fn prefetch_line<T>(p: *const T) {
-    // SAFETY: a prefetch is a hint that reads nothing and cannot fault, whatever the address.
-    unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(p as *const i8) };
-}
-
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn prefetch_bytes<T>(p: *const T, bytes: usize) {

@@ -14,9 +14,9 @@
 //!   (2048 bytes); scale `s` of row `r` at `2048 + 16 s + r`; minimums `2p, 2p+1` of row `r`
 //!   at `2176 + 32 p + 2 r (+1)` (ready for `vpmovzxbw` then `vpdpwssd`); `d` and `dmin` as
 //!   sixteen f16 each at 2304 and 2336.
-//! - Q6_K (3392 bytes, the last 32 unused): `ql` dword `q` of row `r` at `64 q + 4 r` (2048 bytes); `qh` dword `q`
-//!   at `2048 + 64 q + 4 r` (1024 bytes); scale `s` of row `r` at `3072 + 16 s + r`; `d` as
-//!   sixteen f16 at 3328.
+//! - Q6_K (3392 bytes, the last 32 unused): `ql` dword `q` of row `r` at `64 q + 4 r`
+//!   (2048 bytes); `qh` dword `q` at `2048 + 64 q + 4 r` (1024 bytes); scale `s` of row `r` at
+//!   `3072 + 16 s + r`; `d` as sixteen f16 at 3328.
 
 use super::{scale_min_k4, Format};
 use crate::huge_pages::HugeBuffer;
