@@ -7,13 +7,10 @@
 //! one for Q4_K's minimums), turned into a float the same way, and added to one of two partial
 //! sums (even and odd blocks). So every output has the reference's bits, whatever the batch.
 
-use super::packed::{Q4K_PACKED, Q6K_PACKED};
+use super::packed::{prefetch, ActRow, Q4K_PACKED, Q6K_PACKED};
 use super::Q8K;
 use crate::huge_pages::AlignedBytes;
 use std::arch::x86_64::*;
-
-/// Activation rows per call: four rows' accumulators fill the registers.
-pub const MAX_ROWS: usize = 4;
 
 pub fn supported() -> bool {
     is_x86_feature_detected!("avx512f")
@@ -23,30 +20,6 @@ pub fn supported() -> bool {
         && is_x86_feature_detected!("avx512vnni")
         && is_x86_feature_detected!("fma")
         && is_x86_feature_detected!("f16c")
-}
-
-/// One activation row as these kernels read it: its blocks, and per block the sums that the
-/// formats' offsets multiply.
-pub struct ActRow<'a> {
-    q8: &'a [Q8K],
-    /// Q4_K: per block, four i32 that each hold the sums of 32 values of sub-blocks 2p and
-    /// 2p + 1 as two i16 (they fit: 32 × 128), for `vpdpwssd` with the minimums.
-    pairs: Vec<i32>,
-    /// Q6_K: per block, 32 × the sum of each 16 values (the stored values are q + 32).
-    offsets: Vec<i32>,
-}
-
-impl<'a> ActRow<'a> {
-    /// The row's sums for both formats (a fused product can hold matrices of each).
-    pub fn new(q8: &'a [Q8K]) -> Self {
-        let (mut pairs, mut offsets) = (Vec::with_capacity(4 * q8.len()), Vec::with_capacity(16 * q8.len()));
-        for b in q8 {
-            let sum32 = |s: usize| (b.bsums[2 * s] + b.bsums[2 * s + 1]) as u16 as i32;
-            pairs.extend((0..4).map(|p| sum32(2 * p) | (sum32(2 * p + 1) << 16)));
-            offsets.extend(b.bsums.iter().map(|&s| 32 * s as i32));
-        }
-        Self { q8, pairs, offsets }
-    }
 }
 
 /// Where the Q6_K kernel reads a super-block's weight values: packed blocks, unpacked as it goes
@@ -181,28 +154,6 @@ pub unsafe fn quantize(xs: &[f32; 256]) -> Q8K {
         }
         y.d = 1.0 / iscale;
         y
-    }
-}
-
-/// How far ahead of its loads a kernel asks for the weights, in bytes (four Q4_K super-blocks
-/// of sixteen rows, about three of Q6_K), and into L2. Two cases need it:
-/// - several activation rows: the kernels then compute longer than memory takes to deliver a
-///   block, and with the hardware prefetcher alone the two waited on each other;
-/// - Q6_K, whose loads jump between its low-bit, high-bit and scale regions: the hardware
-///   prefetcher does not follow them, and one row read its weights at 2/3 of the bandwidth.
-///
-/// One row of Q4_K, read in order, is faster without (the prefetches only cost issue slots).
-/// Into L1 instead of L2 was slower for one row. Measured with criterion's `of 28 layers` and
-/// `output projection` groups (figures in the closing note of issue #3).
-const PREFETCH_AHEAD: usize = 4 * Q4K_PACKED;
-
-/// Asks for the cache line `at + PREFETCH_AHEAD` bytes past `p`, which may lie past the end
-/// of the weights (a prefetch never faults).
-#[inline(always)]
-unsafe fn prefetch(p: *const u8, at: usize) {
-    // SAFETY: a prefetch never faults, whatever the address; the caller runs on a CPU with SSE.
-    unsafe {
-        _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(PREFETCH_AHEAD + at) as *const i8);
     }
 }
 

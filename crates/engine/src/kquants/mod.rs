@@ -2,11 +2,12 @@
 //!
 //! candle 0.11 repacks these weights into wider tiles on first use (1.3–1.5× the file's bytes,
 //! kept next to the originals) and picks a different Q6_K kernel for one row than for several,
-//! so a sequence's output could depend on what it is batched with. Here, with AVX-512, the
-//! weights are packed once at load into groups of sixteen interleaved rows ([`packed`]: the
-//! file's bytes moved, 0–3 % larger, the originals dropped), which the kernels read one
-//! sixteen-lane register at a time ([`avx512`]); other CPUs read the file's rows as they are
-//! ([`avx2`], [`reference`]). Activations are quantized to 8 bits per 256 values (ggml's Q8_K,
+//! so a sequence's output could depend on what it is batched with. Here, with AVX-512 or AVX2,
+//! the weights are packed once at load into groups of sixteen interleaved rows ([`packed`]: the
+//! file's bytes moved, 0–3 % larger, the originals dropped), which the kernels read a register
+//! of sixteen rows ([`avx512`]) or eight ([`avx2`]) at a time. Other CPUs, and a matrix whose
+//! row count is not a multiple of sixteen, read the file's rows as they are ([`reference`],
+//! [`avx2`]'s row kernels). Activations are quantized to 8 bits per 256 values (ggml's Q8_K,
 //! with candle's rounding), so each super-block's product is an exact integer sum, and every
 //! kernel turns those sums into the same floats in the same order ([`reference`]): an output's
 //! bits do not depend on the kernel, nor on the other rows of its batch.
@@ -217,6 +218,12 @@ impl Kernel {
         [Self::Reference, Self::Avx2, Self::Avx512].into_iter().filter(|k| *k <= fastest).collect()
     }
 
+    /// Whether matrices are packed at load for this kernel ([`packed`]) rather than read as the
+    /// file's rows.
+    pub fn packs(self) -> bool {
+        matches!(self, Self::Avx2 | Self::Avx512)
+    }
+
     /// How many activation rows one call of [`Kernel::dot_rows`] takes at most.
     pub const MAX_ROWS: usize = 4;
 
@@ -283,7 +290,7 @@ impl KQuantMatrix {
         if !matches!(tensor.device(), Device::Cpu) || k % QK_K != 0 {
             return None;
         }
-        let stored = if Kernel::chosen() == Kernel::Avx512 && n % packed::ROWS == 0 {
+        let stored = if Kernel::chosen().packs() && n % packed::ROWS == 0 {
             Stored::Packed(Arc::new(packed::pack(format, &tensor.data().ok()?, n, k / QK_K)))
         } else {
             Stored::Rows(tensor)
@@ -330,7 +337,7 @@ impl KQuantMatrix {
                     #[cfg(target_arch = "x86_64")]
                     Stored::Packed(p) => matmul_packed(&[Part { format: w.format, w: p, n: w.n }], k, xs, m).remove(0),
                     #[cfg(not(target_arch = "x86_64"))]
-                    Stored::Packed(_) => unreachable!("packing is for the AVX-512 kernels"),
+                    Stored::Packed(_) => unreachable!("packing is for the x86-64 kernels"),
                 };
                 tensor(out, w.n)
             })
@@ -390,7 +397,7 @@ pub fn matmul(kernel: Kernel, format: Format, w: &[u8], n: usize, k: usize, xs: 
     assert_eq!(w.len(), n * row_bytes, "weight bytes do not match {n}×{k}");
     assert_eq!(xs.len(), m * k);
     #[cfg(target_arch = "x86_64")]
-    if kernel == Kernel::Avx512 && n.is_multiple_of(packed::ROWS) {
+    if kernel.packs() && n.is_multiple_of(packed::ROWS) {
         let w = packed::pack(format, w, n, blocks);
         return matmul_packed(&[Part { format, w: &w, n }], k, xs, m).remove(0);
     }
@@ -422,17 +429,18 @@ struct Part<'a> {
     n: usize,
 }
 
-/// [`matmul`] of the same activations by several packed matrices with the AVX-512 kernels: the
-/// activations are quantized once, and one parallel pass covers every matrix's groups.
+/// [`matmul`] of the same activations by several packed matrices with the AVX-512 or the AVX2
+/// kernels: the activations are quantized once, and one parallel pass covers every matrix's groups.
 #[cfg(target_arch = "x86_64")]
 fn matmul_packed(parts: &[Part], k: usize, xs: &[f32], m: usize) -> Vec<Vec<f32>> {
-    assert!(Kernel::chosen() == Kernel::Avx512, "packed weights need the AVX-512 kernels");
+    let kernel = Kernel::chosen();
+    assert!(kernel.packs(), "packed weights need the AVX2 or AVX-512 kernels");
     assert_eq!(xs.len(), m * k);
     let blocks = k / QK_K;
     let group_bytes = |f: Format| blocks * packed::packed_bytes(f);
     assert!(parts.iter().all(|p| p.n % packed::ROWS == 0 && p.w.len() == p.n / packed::ROWS * group_bytes(p.format)));
     let q8 = quantize_rows(xs, k, m);
-    let acts: Vec<avx512::ActRow> = q8.iter().map(|q| avx512::ActRow::new(q)).collect();
+    let acts: Vec<packed::ActRow> = q8.iter().map(|q| packed::ActRow::new(q)).collect();
     // Every part's groups in one list: part `i`'s start at `starts[i]`.
     let starts: Vec<usize> = parts.iter().scan(0, |at, p| Some(std::mem::replace(at, *at + p.n / packed::ROWS))).collect();
     let groups: usize = parts.iter().map(|p| p.n / packed::ROWS).sum();
@@ -446,37 +454,40 @@ fn matmul_packed(parts: &[Part], k: usize, xs: &[f32], m: usize) -> Vec<Vec<f32>
                 let gb = group_bytes(part.format);
                 // A group's weights stay in cache while every four activation rows pass over them.
                 let mut gw = &part.w[gi * gb..(gi + 1) * gb];
-                // With many activation rows, a Q6_K group is unpacked to bytes once, not per four rows.
-                let unpack = part.format == Format::Q6K && m >= Q6K_UNPACK_FROM_ROWS;
+                // With many activation rows, a Q6_K group is unpacked to bytes once, not per four
+                // rows (AVX-512 only).
+                let unpack = kernel == Kernel::Avx512 && part.format == Format::Q6K && m >= Q6K_UNPACK_FROM_ROWS;
                 if unpack {
                     // SAFETY: `chosen` picked AVX-512 for this CPU; `gw` holds whole packed Q6_K blocks.
                     unsafe { avx512::unpack_q6k(gw, &mut bytes) };
                     gw = &bytes;
                 }
-                for (c, a) in acts.chunks(avx512::MAX_ROWS).enumerate() {
-                    let mut res = [[0f32; 16]; avx512::MAX_ROWS];
-                    // SAFETY: `chosen` picked AVX-512 for this CPU (asserted above); every activation
-                    // row has `blocks` blocks.
+                for (c, a) in acts.chunks(packed::MAX_ROWS).enumerate() {
+                    let mut res = [[0f32; 16]; packed::MAX_ROWS];
+                    // SAFETY: `chosen` picked these kernels for this CPU (asserted above); every
+                    // activation row has `blocks` blocks.
                     unsafe {
                         macro_rules! go {
-                            ($f:ident $(, $s:ty)?) => {
+                            ($m:ident :: $f:ident $(, $s:ty)?) => {
                                 match a.len() {
-                                    1 => avx512::$f::<1 $(, $s)?>(gw, a, &mut res),
-                                    2 => avx512::$f::<2 $(, $s)?>(gw, a, &mut res),
-                                    3 => avx512::$f::<3 $(, $s)?>(gw, a, &mut res),
-                                    _ => avx512::$f::<4 $(, $s)?>(gw, a, &mut res),
+                                    1 => $m::$f::<1 $(, $s)?>(gw, a, &mut res),
+                                    2 => $m::$f::<2 $(, $s)?>(gw, a, &mut res),
+                                    3 => $m::$f::<3 $(, $s)?>(gw, a, &mut res),
+                                    _ => $m::$f::<4 $(, $s)?>(gw, a, &mut res),
                                 }
                             };
                         }
-                        match (part.format, unpack) {
-                            (Format::Q4K, _) => go!(q4k),
-                            (Format::Q6K, false) => go!(q6k, avx512::Packed),
-                            (Format::Q6K, true) => go!(q6k, avx512::Unpacked),
+                        match (kernel, part.format, unpack) {
+                            (Kernel::Avx512, Format::Q4K, _) => go!(avx512::q4k),
+                            (Kernel::Avx512, Format::Q6K, false) => go!(avx512::q6k, avx512::Packed),
+                            (Kernel::Avx512, Format::Q6K, true) => go!(avx512::q6k, avx512::Unpacked),
+                            (_, Format::Q4K, _) => go!(avx2::q4k_packed),
+                            (_, Format::Q6K, _) => go!(avx2::q6k_packed),
                         }
                     }
                     for (r, vals) in res[..a.len()].iter().enumerate() {
                         // SAFETY: this task alone handles group `gi` of part `pi`, so these columns.
-                        unsafe { columns[pi].set(c * avx512::MAX_ROWS + r, gi * packed::ROWS, vals) };
+                        unsafe { columns[pi].set(c * packed::MAX_ROWS + r, gi * packed::ROWS, vals) };
                     }
                 }
             }
@@ -529,20 +540,21 @@ mod tests {
 
     #[test]
     fn every_kernel_returns_the_references_bits_close_to_candle() {
-        // One row, a few, and enough for Q6_K's unpacked groups, with remainders of four.
-        for m in [1, 3, 7, 21, 37] {
+        // One row, a few, and enough for Q6_K's unpacked groups, with remainders of four; weights
+        // packed (48 rows) and read as rows (40: not a multiple of sixteen).
+        for (m, n) in [1, 3, 7, 21, 37].into_iter().flat_map(|m| [(m, 48), (m, 40)]) {
             for format in [GgmlDType::Q4K, GgmlDType::Q6K] {
-                let (n, k) = (48, 768);
+                let k = 768;
                 let (q, x) = case(format, n, k, m, 7);
                 let f = Format::from_ggml(format).unwrap();
                 let data = q.data().unwrap().into_owned();
                 let candle = candle_product(q, &x, m, k);
                 let reference = matmul(Kernel::Reference, f, &data, n, k, &x, m);
                 let err = max_rel(&reference, &candle);
-                assert!(err < 1e-5, "{format:?} m={m} reference vs candle: {err}");
+                assert!(err < 1e-5, "{format:?} m={m} n={n} reference vs candle: {err}");
                 // Every kernel keeps the reference's float sequence: the same bits, not just close.
                 for kernel in Kernel::available() {
-                    assert_eq!(matmul(kernel, f, &data, n, k, &x, m), reference, "{format:?} {kernel:?} m={m}");
+                    assert_eq!(matmul(kernel, f, &data, n, k, &x, m), reference, "{format:?} {kernel:?} m={m} n={n}");
                 }
             }
         }

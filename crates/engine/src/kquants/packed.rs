@@ -1,7 +1,7 @@
-//! The weights' layout for the AVX-512 kernels: sixteen weight rows interleaved per
+//! The weights' layout for the AVX-512 and AVX2 kernels: sixteen weight rows interleaved per
 //! super-block, so one 64-byte load holds four bytes of each of the sixteen rows and one
 //! `vpdpbusd` multiplies them with four broadcast activations: sixteen outputs at once, with
-//! no horizontal sums. The bytes are the file's own, moved: a packed matrix is as large as the
+//! no horizontal sums (AVX2 takes each half line, eight rows, with `vpmaddubsw`). The bytes are the file's own, moved: a packed matrix is as large as the
 //! GGUF tensor (plus a few bytes for Q4_K's decoded scales, and 1 % of padding for Q6_K), and the
 //! original rows can be read back from it (for embedding lookups).
 //!
@@ -18,12 +18,14 @@
 //!   (2048 bytes); `qh` dword `q` at `2048 + 64 q + 4 r` (1024 bytes); scale `s` of row `r` at
 //!   `3072 + 16 s + r`; `d` as sixteen f16 at 3328.
 
-use super::{scale_min_k4, Format};
+use super::{scale_min_k4, Format, Q8K};
 use crate::huge_pages::HugeBuffer;
 use rayon::prelude::*;
 
 /// Weight rows per packed group.
 pub const ROWS: usize = 16;
+/// Activation rows per call of a packed kernel: four rows' sums fill the registers.
+pub const MAX_ROWS: usize = 4;
 pub const Q4K_PACKED: usize = 2368;
 pub const Q6K_PACKED: usize = 3392;
 
@@ -80,6 +82,54 @@ fn pack_q6k(b: &[u8], r: usize, p: &mut [u8]) {
         p[3072 + 16 * s + r] = b[192 + s];
     }
     p[3328 + 2 * r..3330 + 2 * r].copy_from_slice(&b[208..210]);
+}
+
+/// How far ahead of its loads a kernel asks for the weights, in bytes (four Q4_K super-blocks
+/// of sixteen rows, about three of Q6_K), and into L2. Two cases need it:
+/// - several activation rows: the kernels then compute longer than memory takes to deliver a
+///   block, and with the hardware prefetcher alone the two waited on each other;
+/// - Q6_K, whose loads jump between its low-bit, high-bit and scale regions: the hardware
+///   prefetcher does not follow them, and one row read its weights at 2/3 of the bandwidth.
+///
+/// One row of Q4_K, read in order, is faster without (the prefetches only cost issue slots).
+/// Into L1 instead of L2 was slower for one row. Measured with criterion's `of 28 layers` and
+/// `output projection` groups (figures in the closing note of issue #3).
+#[cfg(target_arch = "x86_64")]
+const PREFETCH_AHEAD: usize = 4 * Q4K_PACKED;
+
+/// Asks for the cache line `at + PREFETCH_AHEAD` bytes past `p`, which may lie past the end
+/// of the weights (a prefetch never faults).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) unsafe fn prefetch(p: *const u8, at: usize) {
+    // SAFETY: a prefetch never faults, whatever the address; the caller runs on a CPU with SSE.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(p.wrapping_add(PREFETCH_AHEAD + at) as *const i8);
+    }
+}
+
+/// One activation row as the packed kernels read it ([`super::avx512`], [`super::avx2`]): its
+/// blocks, and per block the sums that the formats' offsets multiply.
+pub struct ActRow<'a> {
+    pub(super) q8: &'a [Q8K],
+    /// Q4_K: per block, four i32 that each hold the sums of 32 values of sub-blocks 2p and
+    /// 2p + 1 as two i16 (they fit: 32 × 128), for a multiply-add of pairs with the minimums.
+    pub(super) pairs: Vec<i32>,
+    /// Q6_K: per block, 32 × the sum of each 16 values (the stored values are q + 32).
+    pub(super) offsets: Vec<i32>,
+}
+
+impl<'a> ActRow<'a> {
+    /// The row's sums for both formats (a fused product can hold matrices of each).
+    pub fn new(q8: &'a [Q8K]) -> Self {
+        let (mut pairs, mut offsets) = (Vec::with_capacity(4 * q8.len()), Vec::with_capacity(16 * q8.len()));
+        for b in q8 {
+            let sum32 = |s: usize| (b.bsums[2 * s] + b.bsums[2 * s + 1]) as u16 as i32;
+            pairs.extend((0..4).map(|p| sum32(2 * p) | (sum32(2 * p + 1) << 16)));
+            offsets.extend(b.bsums.iter().map(|&s| 32 * s as i32));
+        }
+        Self { q8, pairs, offsets }
+    }
 }
 
 /// Row `row`'s GGUF blocks, read back from a packed matrix of `blocks` super-blocks per row.
