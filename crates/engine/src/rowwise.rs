@@ -77,14 +77,17 @@ pub fn silu_mul(gate: &Tensor, up: &Tensor) -> Result<Tensor> {
 }
 
 /// `out = silu(g) · u` over one row. The crate is built for baseline x86-64 (SSE2), where this
-/// loop runs four values at a time with separate multiplies and adds: on a CPU with AVX-512 the
-/// same code is compiled again for it, sixteen at a time. Rust never fuses a multiply and an
-/// add on its own, so both give the same bits.
+/// loop runs four values at a time with separate multiplies and adds: on a CPU with AVX-512 or
+/// AVX2 the same code is compiled again for it, sixteen or eight at a time. Rust never fuses a
+/// multiply and an add on its own, so all give the same bits.
 fn silu_mul_row(g: &[f32], u: &[f32], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if crate::kquants::Kernel::chosen() == crate::kquants::Kernel::Avx512 {
+    match crate::kquants::Kernel::chosen() {
         // SAFETY: `chosen` picked AVX-512 only on a CPU that has it.
-        return unsafe { silu_mul_row_avx512(g, u, out) };
+        crate::kquants::Kernel::Avx512 => return unsafe { silu_mul_row_avx512(g, u, out) },
+        // SAFETY: `chosen` picked AVX2 only on a CPU that has it.
+        crate::kquants::Kernel::Avx2 => return unsafe { silu_mul_row_avx2(g, u, out) },
+        crate::kquants::Kernel::Reference => {}
     }
     silu_mul_row_portable(g, u, out)
 }
@@ -92,6 +95,12 @@ fn silu_mul_row(g: &[f32], u: &[f32], out: &mut [f32]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn silu_mul_row_avx512(g: &[f32], u: &[f32], out: &mut [f32]) {
+    silu_mul_row_portable(g, u, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn silu_mul_row_avx2(g: &[f32], u: &[f32], out: &mut [f32]) {
     silu_mul_row_portable(g, u, out)
 }
 
@@ -201,7 +210,7 @@ mod tests {
     }
 
     #[test]
-    fn swiglu_compiled_for_avx512_gives_the_portable_bits() {
+    fn swiglu_compiled_for_avx512_or_avx2_gives_the_portable_bits() {
         let g: Vec<f32> = (0..100_003)
             .map(|i| (i as f32 * 0.013).sin() * 40.0 - (i % 7) as f32)
             .chain([f32::NAN, 1e30, -1e30, 0.0, -0.0])
@@ -212,6 +221,20 @@ mod tests {
         silu_mul_row_portable(&g, &u, &mut portable);
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&ours), bits(&portable));
+        // Each compilation this CPU runs, not only the chosen one.
+        #[cfg(target_arch = "x86_64")]
+        {
+            if is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2.
+                unsafe { silu_mul_row_avx2(&g, &u, &mut ours) };
+                assert_eq!(bits(&ours), bits(&portable), "AVX2");
+            }
+            if is_x86_feature_detected!("avx512f") {
+                // SAFETY: the CPU has AVX-512F.
+                unsafe { silu_mul_row_avx512(&g, &u, &mut ours) };
+                assert_eq!(bits(&ours), bits(&portable), "AVX-512");
+            }
+        }
     }
 
     #[test]
