@@ -223,7 +223,7 @@ pub unsafe fn q4k_packed<const R: usize>(w: &[u8], acts: &[ActRow], out: &mut [[
         for i in 0..w.len() / Q4K_PACKED {
             let p = w.as_ptr().add(i * Q4K_PACKED);
             let x: [*const i8; R] = std::array::from_fn(|r| acts[r].q8.get_unchecked(i).qs.as_ptr());
-            // Rows 8h..8h + 8: the second 32 bytes of every line.
+            // Rows 8h..8h + 8: the first (h = 0) or second 32 bytes of every line.
             for h in 0..2 {
                 let mut isum = [_mm256_setzero_si256(); R];
                 // Sub-block s: the low (even s) or high nibbles of chunk s / 2.
