@@ -231,8 +231,10 @@ pub unsafe fn q4k_packed<const R: usize>(w: &[u8], acts: &[ActRow], out: &mut [[
                     let (c, high) = (s / 2, s % 2);
                     let mut part = [_mm256_setzero_si256(); R];
                     for g in 0..8 {
-                        // Each line once (the first pass over it), as the AVX-512 kernel asks.
-                        if R > 1 && h == 0 && high == 0 {
+                        // Each line once (the first pass over it), even for one row: without,
+                        // one sequence decoded at 13.0 tok/s against 16.1-16.5 (this Zen 3, two
+                        // interleaved rounds), while AVX-512 reads one row faster without.
+                        if h == 0 && high == 0 {
                             prefetch(p, 64 * (8 * c + g));
                         }
                         let v = load(p.add(64 * (8 * c + g) + 32 * h) as *const i8);
@@ -247,7 +249,7 @@ pub unsafe fn q4k_packed<const R: usize>(w: &[u8], acts: &[ActRow], out: &mut [[
                         isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(part[r], scale));
                     }
                 }
-                if R > 1 && h == 0 {
+                if h == 0 {
                     for l in 0..5 {
                         prefetch(p, meta + 64 * l);
                     }
