@@ -1,9 +1,10 @@
 //! The weights' layout for the AVX-512 and AVX2 kernels: sixteen weight rows interleaved per
 //! super-block, so one 64-byte load holds four bytes of each of the sixteen rows and one
 //! `vpdpbusd` multiplies them with four broadcast activations: sixteen outputs at once, with
-//! no horizontal sums (AVX2 takes each half line, eight rows, with `vpmaddubsw`). The bytes are the file's own, moved: a packed matrix is as large as the
-//! GGUF tensor (plus a few bytes for Q4_K's decoded scales, and 1 % of padding for Q6_K), and the
-//! original rows can be read back from it (for embedding lookups).
+//! no horizontal sums (AVX2 takes each half line, eight rows, with `vpmaddubsw`). The bytes are
+//! the file's own, moved: a packed matrix is as large as the GGUF tensor (plus a few bytes for
+//! Q4_K's decoded scales, and 1 % of padding for Q6_K), and the original rows can be read back
+//! from it (for embedding lookups).
 //!
 //! Every packed super-block starts on a cache line, as the buffer does (64 bytes): a load across
 //! two lines costs two. Q6_K's 3,360 bytes are padded to 3,392 for that: with one group of weights
@@ -91,7 +92,8 @@ fn pack_q6k(b: &[u8], r: usize, p: &mut [u8]) {
 /// - Q6_K, whose loads jump between its low-bit, high-bit and scale regions: the hardware
 ///   prefetcher does not follow them, and one row read its weights at 2/3 of the bandwidth.
 ///
-/// One row of Q4_K, read in order, is faster without (the prefetches only cost issue slots).
+/// One row of Q4_K, read in order, is faster without on AVX-512 (the prefetches only cost issue
+/// slots); the AVX2 kernel, which reads each line in two halves, needs them (see its comment).
 /// Into L1 instead of L2 was slower for one row. Measured with criterion's `of 28 layers` and
 /// `output projection` groups (figures in the closing note of issue #3).
 #[cfg(target_arch = "x86_64")]
