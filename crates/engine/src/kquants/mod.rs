@@ -326,7 +326,11 @@ impl KQuantMatrix {
                 })
                 .collect();
             if let Some(parts) = parts {
-                return matmul_packed(&parts, k, xs, m).into_iter().zip(mats).map(|(o, w)| tensor(o, w.n)).collect();
+                return matmul_packed(Kernel::chosen(), &parts, k, xs, m)
+                    .into_iter()
+                    .zip(mats)
+                    .map(|(o, w)| tensor(o, w.n))
+                    .collect();
             }
         }
         // Some matrices kept their rows (a row count not a multiple of 16): one at a time.
@@ -335,7 +339,9 @@ impl KQuantMatrix {
                 let out = match &w.stored {
                     Stored::Rows(t) => matmul(Kernel::chosen(), w.format, &t.data()?, w.n, k, xs, m),
                     #[cfg(target_arch = "x86_64")]
-                    Stored::Packed(p) => matmul_packed(&[Part { format: w.format, w: p, n: w.n }], k, xs, m).remove(0),
+                    Stored::Packed(p) => {
+                        matmul_packed(Kernel::chosen(), &[Part { format: w.format, w: p, n: w.n }], k, xs, m).remove(0)
+                    }
                     #[cfg(not(target_arch = "x86_64"))]
                     Stored::Packed(_) => unreachable!("packing is for the x86-64 kernels"),
                 };
@@ -399,7 +405,7 @@ pub fn matmul(kernel: Kernel, format: Format, w: &[u8], n: usize, k: usize, xs: 
     #[cfg(target_arch = "x86_64")]
     if kernel.packs() && n.is_multiple_of(packed::ROWS) {
         let w = packed::pack(format, w, n, blocks);
-        return matmul_packed(&[Part { format, w: &w, n }], k, xs, m).remove(0);
+        return matmul_packed(kernel, &[Part { format, w: &w, n }], k, xs, m).remove(0);
     }
     let acts = quantize_rows(xs, k, m);
     let acts: Vec<&[Q8K]> = acts.iter().map(|a| a.as_slice()).collect();
@@ -429,12 +435,12 @@ struct Part<'a> {
     n: usize,
 }
 
-/// [`matmul`] of the same activations by several packed matrices with the AVX-512 or the AVX2
-/// kernels: the activations are quantized once, and one parallel pass covers every matrix's groups.
+/// [`matmul`] of the same activations by several packed matrices with `kernel` (AVX-512 or
+/// AVX2; the engine passes [`Kernel::chosen`], the tests each kernel the CPU runs): the
+/// activations are quantized once, and one parallel pass covers every matrix's groups.
 #[cfg(target_arch = "x86_64")]
-fn matmul_packed(parts: &[Part], k: usize, xs: &[f32], m: usize) -> Vec<Vec<f32>> {
-    let kernel = Kernel::chosen();
-    assert!(kernel.packs(), "packed weights need the AVX2 or AVX-512 kernels");
+fn matmul_packed(kernel: Kernel, parts: &[Part], k: usize, xs: &[f32], m: usize) -> Vec<Vec<f32>> {
+    assert!(kernel.packs() && kernel <= Kernel::fastest(), "packed weights need the AVX2 or AVX-512 kernels: {kernel:?}");
     assert_eq!(xs.len(), m * k);
     let blocks = k / QK_K;
     let group_bytes = |f: Format| blocks * packed::packed_bytes(f);
@@ -458,14 +464,14 @@ fn matmul_packed(parts: &[Part], k: usize, xs: &[f32], m: usize) -> Vec<Vec<f32>
                 // rows (AVX-512 only).
                 let unpack = kernel == Kernel::Avx512 && part.format == Format::Q6K && m >= Q6K_UNPACK_FROM_ROWS;
                 if unpack {
-                    // SAFETY: `chosen` picked AVX-512 for this CPU; `gw` holds whole packed Q6_K blocks.
+                    // SAFETY: this CPU runs AVX-512 (asserted above); `gw` holds whole packed Q6_K blocks.
                     unsafe { avx512::unpack_q6k(gw, &mut bytes) };
                     gw = &bytes;
                 }
                 for (c, a) in acts.chunks(packed::MAX_ROWS).enumerate() {
                     let mut res = [[0f32; 16]; packed::MAX_ROWS];
-                    // SAFETY: `chosen` picked these kernels for this CPU (asserted above); every
-                    // activation row has `blocks` blocks.
+                    // SAFETY: this CPU runs `kernel` (asserted above); every activation row has
+                    // `blocks` blocks.
                     unsafe {
                         macro_rules! go {
                             ($m:ident :: $f:ident $(, $s:ty)?) => {
