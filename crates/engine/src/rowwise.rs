@@ -84,7 +84,7 @@ fn silu_mul_row(g: &[f32], u: &[f32], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     match crate::kquants::Kernel::chosen() {
         // SAFETY: `chosen` picked AVX-512 only on a CPU that has it.
-        crate::kquants::Kernel::Avx512 => return unsafe { silu_mul_row_avx512(g, u, out) },
+        crate::kquants::Kernel::Avx512 | crate::kquants::Kernel::Amx => return unsafe { silu_mul_row_avx512(g, u, out) },
         // SAFETY: `chosen` picked AVX2 only on a CPU that has it.
         crate::kquants::Kernel::Avx2 => return unsafe { silu_mul_row_avx2(g, u, out) },
         crate::kquants::Kernel::Reference => {}

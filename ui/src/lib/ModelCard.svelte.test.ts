@@ -30,6 +30,7 @@ describe('ModelCard', () => {
       cleanup();
       return text;
     };
+    expect(shown({ kernel: 'amx' })).toBe('AVX-512 + AMX');
     expect(shown({ kernel: 'avx512' })).toBe('AVX-512');
     expect(shown({ kernel: 'avx2' })).toBe('AVX2');
     expect(shown({ kernel: 'reference' })).toBe('portable, without SIMD');

@@ -19,7 +19,7 @@ kernel: Kernel | null, };
 
 export type Thinking = "never" | "always" | "switchable";
 
-export type Kernel = "reference" | "avx2" | "avx512";
+export type Kernel = "reference" | "avx2" | "avx512" | "amx";
 
 export type LoadProgress = { done_bytes: number, total_bytes: number, };
 

@@ -18,7 +18,7 @@ describe('i18n', () => {
     }
     // Chinese text is Chinese: only names (instruction sets, other tools, "Top-p") read the same.
     const same = (Object.keys(en) as MessageKey[]).filter((k) => en[k] === zh[k]);
-    expect(same.sort()).toEqual(['model.kernel.avx2', 'model.kernel.avx512', 'models.source.lm_studio', 'models.source.ollama', 'settings.topP']);
+    expect(same.sort()).toEqual(['model.kernel.amx', 'model.kernel.avx2', 'model.kernel.avx512', 'models.source.lm_studio', 'models.source.ollama', 'settings.topP']);
   });
 
   it('every key the components use exists', () => {

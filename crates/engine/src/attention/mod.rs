@@ -44,7 +44,7 @@ const MAX_GROUP: usize = 8;
 /// 4 and 3) with AVX2.
 fn group_size() -> usize {
     match Kernel::chosen() {
-        Kernel::Avx512 => MAX_GROUP,
+        Kernel::Avx512 | Kernel::Amx => MAX_GROUP,
         Kernel::Avx2 | Kernel::Reference => 6,
     }
 }
@@ -138,7 +138,7 @@ fn group_of<const N: usize, K: Keys, S: Stored>(qs: &[&[f32]], keys: K, values: 
     #[cfg(target_arch = "x86_64")]
     match Kernel::chosen() {
         // SAFETY: the chosen kernel is one the CPU runs (AVX-512 implies AVX2, FMA and F16C).
-        Kernel::Avx512 => return unsafe { avx512::group::<N, K, S>(qs, keys, values, scores, out) },
+        Kernel::Avx512 | Kernel::Amx => return unsafe { avx512::group::<N, K, S>(qs, keys, values, scores, out) },
         // SAFETY: as above: the CPU has AVX2, FMA and F16C.
         Kernel::Avx2 => return unsafe { avx2::group::<N, K, S>(qs, keys, values, scores, out) },
         Kernel::Reference => {}
@@ -694,7 +694,7 @@ mod tests {
                 Kernel::Avx2 => unsafe { avx2::group::<N, K, S>(qs, keys, values, &mut scores, &mut out) },
                 // SAFETY: as above.
                 #[cfg(target_arch = "x86_64")]
-                Kernel::Avx512 => unsafe { avx512::group::<N, K, S>(qs, keys, values, &mut scores, &mut out) },
+                Kernel::Avx512 | Kernel::Amx => unsafe { avx512::group::<N, K, S>(qs, keys, values, &mut scores, &mut out) },
                 #[cfg(not(target_arch = "x86_64"))]
                 _ => unreachable!(),
             }

@@ -48,7 +48,7 @@ const fn q6k_layout<S: Source>() -> (usize, usize) {
 
 /// Q6_K half `n`, load group `g`: the values (q + 32) of runs 0..4, four bytes per row.
 #[inline(always)]
-unsafe fn q6k_values<S: Source>(p: *const u8, n: usize, g: usize) -> [__m512i; 4] {
+pub(super) unsafe fn q6k_values<S: Source>(p: *const u8, n: usize, g: usize) -> [__m512i; 4] {
     // SAFETY: the caller gives a whole packed Q6_K super-block (or its unpacked bytes) at `p` on a CPU that passes `supported`.
     unsafe {
         if S::UNPACKED {

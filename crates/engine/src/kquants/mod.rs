@@ -7,11 +7,14 @@
 //! file's bytes moved, 0–3 % larger, the originals dropped), which the kernels read a register
 //! of sixteen rows ([`avx512`]) or eight ([`avx2`]) at a time. Other CPUs, and a matrix whose
 //! row count is not a multiple of sixteen, read the file's rows as they are ([`reference`],
-//! [`avx2`]'s row kernels). Activations are quantized to 8 bits per 256 values (ggml's Q8_K,
+//! [`avx2`]'s row kernels). On Intel CPUs with AMX, products of many activation rows run on its
+//! tile unit instead ([`amx`]), reading the same packing. Activations are quantized to 8 bits per 256 values (ggml's Q8_K,
 //! with candle's rounding), so each super-block's product is an exact integer sum, and every
 //! kernel turns those sums into the same floats in the same order ([`reference`]): an output's
 //! bits do not depend on the kernel, nor on the other rows of its batch.
 
+#[cfg(target_arch = "x86_64")]
+mod amx;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod avx2;
 #[cfg(target_arch = "x86_64")]
@@ -93,7 +96,7 @@ impl Q8K {
     /// Quantizes one row (a multiple of 256 values), rounding exactly as candle does.
     pub fn quantize_row(xs: &[f32]) -> Vec<Self> {
         #[cfg(target_arch = "x86_64")]
-        if Kernel::chosen() == Kernel::Avx512 {
+        if Kernel::chosen() >= Kernel::Avx512 {
             // SAFETY: the CPU has AVX-512; each chunk is 256 values.
             return xs.chunks_exact(QK_K).map(|b| unsafe { avx512::quantize(b.try_into().unwrap()) }).collect();
         }
@@ -148,9 +151,11 @@ pub enum Kernel {
     Reference,
     Avx2,
     Avx512,
+    /// AVX-512, with Q4_K products of many activation rows on Intel's AMX tiles ([`amx`]).
+    Amx,
 }
 
-/// Names the kernel to use (`reference`, `avx2` or `avx512`) instead of the CPU's fastest: how
+/// Names the kernel to use (`reference`, `avx2`, `avx512` or `amx`) instead of the CPU's fastest: how
 /// the tests run the fallbacks a CPU without AVX-512 or AVX2 would, on one that has both. A
 /// kernel the CPU cannot run is refused with a warning, and the fastest it can run is used.
 pub const KERNEL_ENV: &str = "PONDER_CPU_KERNEL";
@@ -173,17 +178,25 @@ impl Kernel {
                     fastest
                 }
                 None => {
-                    tracing::warn!("{KERNEL_ENV}={name}: not one of reference, avx2, avx512; using {}", fastest.label());
+                    tracing::warn!("{KERNEL_ENV}={name}: not one of reference, avx2, avx512, amx; using {}", fastest.label());
                     fastest
                 }
             }
         })
     }
 
-    /// The fastest kernel this CPU runs.
+    /// The fastest kernel this CPU runs (asked once: AMX needs the operating system's leave).
     pub fn fastest() -> Self {
+        static FASTEST: OnceLock<Kernel> = OnceLock::new();
+        *FASTEST.get_or_init(Self::detect)
+    }
+
+    fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
         {
+            if amx::supported() {
+                return Kernel::Amx;
+            }
             if avx512::supported() {
                 return Kernel::Avx512;
             }
@@ -199,6 +212,7 @@ impl Kernel {
             "reference" => Some(Self::Reference),
             "avx2" => Some(Self::Avx2),
             "avx512" => Some(Self::Avx512),
+            "amx" => Some(Self::Amx),
             _ => None,
         }
     }
@@ -209,19 +223,20 @@ impl Kernel {
             Self::Reference => "reference (no SIMD)",
             Self::Avx2 => "AVX2",
             Self::Avx512 => "AVX-512",
+            Self::Amx => "AVX-512 + AMX",
         }
     }
 
     /// Kernels this CPU can run, for tests that compare them.
     pub fn available() -> Vec<Self> {
         let fastest = Self::fastest();
-        [Self::Reference, Self::Avx2, Self::Avx512].into_iter().filter(|k| *k <= fastest).collect()
+        [Self::Reference, Self::Avx2, Self::Avx512, Self::Amx].into_iter().filter(|k| *k <= fastest).collect()
     }
 
     /// Whether matrices are packed at load for this kernel ([`packed`]) rather than read as the
     /// file's rows.
     pub fn packs(self) -> bool {
-        matches!(self, Self::Avx2 | Self::Avx512)
+        matches!(self, Self::Avx2 | Self::Avx512 | Self::Amx)
     }
 
     /// How many activation rows one call of [`Kernel::dot_rows`] takes at most.
@@ -242,7 +257,7 @@ impl Kernel {
             // SAFETY: AVX-512 and AVX2 were chosen by `chosen` for this CPU (AVX-512 implies
             // AVX2), and the shapes are checked above.
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 | Kernel::Avx512 => unsafe {
+            Kernel::Avx2 | Kernel::Avx512 | Kernel::Amx => unsafe {
                 macro_rules! go {
                     ($f:ident) => {
                         match acts.len() {
@@ -447,6 +462,10 @@ fn matmul_packed(kernel: Kernel, parts: &[Part], k: usize, xs: &[f32], m: usize)
     assert!(parts.iter().all(|p| p.n % packed::ROWS == 0 && p.w.len() == p.n / packed::ROWS * group_bytes(p.format)));
     let q8 = quantize_rows(xs, k, m);
     let acts: Vec<packed::ActRow> = q8.iter().map(|q| packed::ActRow::new(q)).collect();
+    // Enough rows for AMX's tiles (per format): those matrices run there, on the activations laid
+    // out for tiles.
+    let on_tiles = |f: Format| kernel == Kernel::Amx && m >= amx::from_rows(f);
+    let tiles = parts.iter().any(|p| on_tiles(p.format)).then(|| amx::Activations::new(&q8, blocks));
     // Every part's groups in one list: part `i`'s start at `starts[i]`.
     let starts: Vec<usize> = parts.iter().scan(0, |at, p| Some(std::mem::replace(at, *at + p.n / packed::ROWS))).collect();
     let groups: usize = parts.iter().map(|p| p.n / packed::ROWS).sum();
@@ -454,15 +473,32 @@ fn matmul_packed(kernel: Kernel, parts: &[Part], k: usize, xs: &[f32], m: usize)
     let fill = |columns: &[Columns]| {
         parallel::for_chunks(groups, |items| {
             let mut bytes = crate::huge_pages::AlignedBytes::default();
+            let mut amx_out = (tiles.is_some()).then(|| (amx::Scratch::new(m), vec![[0f32; 16]; m]));
             for item in items {
                 let pi = starts.partition_point(|&s| s <= item) - 1;
                 let (part, gi) = (&parts[pi], item - starts[pi]);
                 let gb = group_bytes(part.format);
                 // A group's weights stay in cache while every four activation rows pass over them.
                 let mut gw = &part.w[gi * gb..(gi + 1) * gb];
+                if let (Some(tiles), Some((scratch, res)), true) = (&tiles, &mut amx_out, on_tiles(part.format)) {
+                    // SAFETY: this CPU runs the tiles (`tiles` is built for the AMX kernel only,
+                    // which `kernel <= Kernel::fastest()` allows); `tiles`, `scratch` and `res`
+                    // hold every row.
+                    unsafe {
+                        match part.format {
+                            Format::Q4K => amx::q4k(gw, tiles, &acts, scratch, res),
+                            Format::Q6K => amx::q6k(gw, tiles, &acts, scratch, res),
+                        }
+                    };
+                    for (r, vals) in res.iter().enumerate() {
+                        // SAFETY: this task alone handles group `gi` of part `pi`, so these columns.
+                        unsafe { columns[pi].set(r, gi * packed::ROWS, vals) };
+                    }
+                    continue;
+                }
                 // With many activation rows, a Q6_K group is unpacked to bytes once, not per four
                 // rows (AVX-512 only).
-                let unpack = kernel == Kernel::Avx512 && part.format == Format::Q6K && m >= Q6K_UNPACK_FROM_ROWS;
+                let unpack = kernel >= Kernel::Avx512 && part.format == Format::Q6K && m >= Q6K_UNPACK_FROM_ROWS;
                 if unpack {
                     // SAFETY: this CPU runs AVX-512 (asserted above); `gw` holds whole packed Q6_K blocks.
                     unsafe { avx512::unpack_q6k(gw, &mut bytes) };
@@ -484,9 +520,9 @@ fn matmul_packed(kernel: Kernel, parts: &[Part], k: usize, xs: &[f32], m: usize)
                             };
                         }
                         match (kernel, part.format, unpack) {
-                            (Kernel::Avx512, Format::Q4K, _) => go!(avx512::q4k),
-                            (Kernel::Avx512, Format::Q6K, false) => go!(avx512::q6k, avx512::Packed),
-                            (Kernel::Avx512, Format::Q6K, true) => go!(avx512::q6k, avx512::Unpacked),
+                            (Kernel::Avx512 | Kernel::Amx, Format::Q4K, _) => go!(avx512::q4k),
+                            (Kernel::Avx512 | Kernel::Amx, Format::Q6K, false) => go!(avx512::q6k, avx512::Packed),
+                            (Kernel::Avx512 | Kernel::Amx, Format::Q6K, true) => go!(avx512::q6k, avx512::Unpacked),
                             (_, Format::Q4K, _) => go!(avx2::q4k_packed),
                             (_, Format::Q6K, _) => go!(avx2::q6k_packed),
                         }

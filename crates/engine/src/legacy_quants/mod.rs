@@ -120,7 +120,7 @@ pub fn dot_rows(kernel: Kernel, format: Format, w: &[u8], blocks: usize, acts: &
         // SAFETY: `Kernel::chosen` only picks AVX2 or AVX-512 (which implies it) on a CPU that
         // has AVX2, FMA and F16C; the shapes are checked above.
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2 | Kernel::Avx512 => unsafe {
+        Kernel::Avx2 | Kernel::Avx512 | Kernel::Amx => unsafe {
             macro_rules! go {
                 ($f:expr) => {
                     match acts.len() {
@@ -154,7 +154,7 @@ pub fn matmul(kernel: Kernel, format: Format, w: &[u8], n: usize, k: usize, xs: 
     assert_eq!(xs.len(), m * k);
     let acts = quantize_rows(xs, k, m);
     #[cfg(target_arch = "x86_64")]
-    if kernel == Kernel::Avx512 && n.is_multiple_of(packed::ROWS) {
+    if kernel >= Kernel::Avx512 && n.is_multiple_of(packed::ROWS) {
         assert_eq!(w.len(), n * (k / QK) * format.block_bytes(), "weight bytes do not match {n}×{k}");
         let w = packed::pack(format, w, n, k / QK);
         return matmul_packed(&[Part { format, w: &w, n }], k, &acts).remove(0);
@@ -207,7 +207,7 @@ fn matmul_parts(kernel: Kernel, parts: &[Part], k: usize, acts: &[Vec<Q8Block>])
 /// parallel pass over every part's groups of sixteen rows.
 #[cfg(target_arch = "x86_64")]
 fn matmul_packed(parts: &[Part], k: usize, acts: &[Vec<Q8Block>]) -> Vec<Vec<f32>> {
-    assert!(Kernel::chosen() == Kernel::Avx512, "packed weights need the AVX-512 kernels");
+    assert!(Kernel::chosen() >= Kernel::Avx512, "packed weights need the AVX-512 kernels");
     let blocks = k / QK;
     let group_bytes = |f: Format| blocks * packed::packed_bytes(f);
     assert!(parts.iter().all(|p| p.n % packed::ROWS == 0 && p.w.len() == p.n / packed::ROWS * group_bytes(p.format)));
@@ -281,7 +281,7 @@ impl LegacyMatrix {
         if !matches!(tensor.device(), Device::Cpu) || k % QK != 0 {
             return None;
         }
-        let stored = if Kernel::chosen() == Kernel::Avx512 && n.is_multiple_of(packed::ROWS) {
+        let stored = if Kernel::chosen() >= Kernel::Avx512 && n.is_multiple_of(packed::ROWS) {
             Stored::Packed(Arc::new(packed::pack(format, &tensor.data().ok()?, n, k / QK)))
         } else {
             Stored::Rows(tensor)
