@@ -125,6 +125,46 @@ const CONFIG: TileConfig = TileConfig {
     reserved2: [0; 16],
 };
 
+/// Our tile shapes on this thread while a kernel runs, and the thread's own before and after.
+///
+/// candle's AMX kernels (its Q4_K products of 32 rows and more, on the same threads) configure a
+/// thread's tiles once and expect that configuration to stay: a thread left unconfigured made
+/// candle's next tile instruction fault (SIGILL), and one left with our shapes would give it
+/// wrong products. So the configuration found is saved, and loaded again when the kernel ends
+/// (or the tiles released if there was none), even if it panics.
+struct TileShapes {
+    saved: TileConfig,
+}
+
+impl TileShapes {
+    /// # Safety
+    /// The CPU must pass [`supported`].
+    unsafe fn configure() -> Self {
+        let mut saved = TileConfig { palette: 0, ..CONFIG };
+        // SAFETY: the caller's CPU has AMX and this process its tiles; `sttilecfg` writes 64
+        // bytes (zeros where the tiles are unconfigured) into `saved`, `ldtilecfg` reads ours.
+        unsafe {
+            asm!("sttilecfg [{}]", in(reg) &mut saved, options(nostack));
+            asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly));
+        }
+        Self { saved }
+    }
+}
+
+impl Drop for TileShapes {
+    fn drop(&mut self) {
+        // SAFETY: `configure` ran on this CPU, which has AMX; the saved configuration is one
+        // `sttilecfg` wrote, so valid.
+        unsafe {
+            if self.saved.palette == 0 {
+                asm!("tilerelease", options(nostack, nomem));
+            } else {
+                asm!("ldtilecfg [{}]", in(reg) &self.saved, options(nostack, readonly));
+            }
+        }
+    }
+}
+
 #[repr(C, align(64))]
 struct Lines<const N: usize>([u8; N]);
 
@@ -303,7 +343,7 @@ pub unsafe fn q4k(w: &[u8], tiles: &Activations, acts: &[ActRow], scratch: &mut 
         let (m, blocks) = (acts.len(), w.len() / Q4K_PACKED);
         debug_assert!(out.len() >= m && scratch.acc.len() >= m);
         debug_assert!(tiles.row_blocks == m.div_ceil(TILE_ROWS) && blocks == tiles.blocks);
-        asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly));
+        let _shapes = TileShapes::configure();
         let meta = 2048;
         let acc = &mut scratch.acc[..m];
         acc.fill([[0.0; 16]; 2]);
@@ -379,7 +419,6 @@ pub unsafe fn q4k(w: &[u8], tiles: &Activations, acts: &[ActRow], scratch: &mut 
             }
             floats(pairs - 1, acc);
         }
-        asm!("tilerelease", options(nostack, nomem));
         for (o, [a0, a1]) in out.iter_mut().zip(acc.iter()) {
             _mm512_storeu_ps(o.as_mut_ptr(), _mm512_add_ps(_mm512_loadu_ps(a0.as_ptr()), _mm512_loadu_ps(a1.as_ptr())));
         }
@@ -402,7 +441,7 @@ pub unsafe fn q6k(w: &[u8], tiles: &Activations, acts: &[ActRow], scratch: &mut 
         let (m, blocks) = (acts.len(), w.len() / Q6K_PACKED);
         debug_assert!(out.len() >= m && scratch.acc.len() >= m);
         debug_assert!(tiles.row_blocks == m.div_ceil(TILE_ROWS) && blocks == tiles.blocks);
-        asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly));
+        let _shapes = TileShapes::configure();
         let acc = &mut scratch.acc[..m];
         acc.fill([[0.0; 16]; 2]);
         let sums = scratch.sums.0.as_mut_ptr();
@@ -451,7 +490,6 @@ pub unsafe fn q6k(w: &[u8], tiles: &Activations, acts: &[ActRow], scratch: &mut 
             }
             floats(tiles.row_blocks - 1, acc);
         }
-        asm!("tilerelease", options(nostack, nomem));
         for (o, [a0, a1]) in out.iter_mut().zip(acc.iter()) {
             _mm512_storeu_ps(o.as_mut_ptr(), _mm512_add_ps(_mm512_loadu_ps(a0.as_ptr()), _mm512_loadu_ps(a1.as_ptr())));
         }

@@ -622,6 +622,27 @@ mod tests {
         }
     }
 
+    /// candle's AMX kernels (Q4_K, 32 rows and more) configure a thread's tiles once and expect
+    /// that to last; ours run on the same threads in between and must leave it as they found it:
+    /// the first version released the tiles, and candle's next product died of SIGILL.
+    #[test]
+    fn candles_tile_products_still_work_after_ours() {
+        if !Kernel::available().contains(&Kernel::Amx) {
+            eprintln!("this CPU has no AMX: nothing to check");
+            return;
+        }
+        let (n, k, m) = (64, 512, 40);
+        let (q, x) = case(GgmlDType::Q4K, n, k, m, 31);
+        let data = q.data().unwrap().into_owned();
+        let (q2, _) = case(GgmlDType::Q4K, n, k, m, 31);
+        let before = candle_product(q, &x, m, k);
+        for _ in 0..3 {
+            let ours = matmul(Kernel::Amx, Format::Q4K, &data, n, k, &x, m);
+            assert!(max_rel(&ours, &before) < 1e-5);
+        }
+        assert_eq!(candle_product(q2, &x, m, k), before);
+    }
+
     #[test]
     fn a_fused_product_gives_each_matrix_its_own_bits() {
         let (k, m) = (512, 5);
