@@ -1,4 +1,4 @@
-//! Q4_K products of many activation rows on AMX, the tile unit of Intel's Xeons since Sapphire
+//! Q4_K and Q6_K products of many activation rows on AMX, the tile unit of Intel's Xeons since Sapphire
 //! Rapids: one `tdpbsud` multiplies sixteen activation rows by sixteen weight rows over 64
 //! values, about fifteen times the multiply-adds per cycle of AVX-512's `vpdpbusd`.
 //!
@@ -10,7 +10,8 @@
 //! `q × h`, give per super-block `Σ l q a` and `Σ h q a`, and `isum = Σ l q a + 16 Σ h q a` is
 //! the exact integer the AVX-512 kernel computes ([`super::avx512::q4k`]). From there the float
 //! part is that kernel's, operation for operation, so each output has the reference's bits, and
-//! a row's bits do not depend on whether its batch was large enough for this kernel.
+//! a row's bits do not depend on whether its batch was large enough for this kernel. Q6_K's
+//! signed 8-bit scales take four such digits instead of two ([`q6k`]).
 //!
 //! The packed layout ([`super::packed`]) is already a tile's: a 64-byte line holds four values
 //! of each of sixteen weight rows, in the order `tdpbsud` reads its second operand.
@@ -106,6 +107,9 @@ impl Activations {
 /// - 0 and 1: the sums of `q × l` and `q × h` for the first row block, 2 and 3 for the second;
 /// - 4 and 5: a chunk of each row block's activations;
 /// - 6 and 7: a chunk of the weights times `l`, and times `h`.
+///
+/// [`q6k`] uses 0-3 for the sums of its four digits, 4 for the activations and 5-6 for the
+/// weights.
 #[repr(C, align(64))]
 struct TileConfig {
     palette: u8,

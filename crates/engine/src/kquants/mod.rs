@@ -8,10 +8,11 @@
 //! of sixteen rows ([`avx512`]) or eight ([`avx2`]) at a time. Other CPUs, and a matrix whose
 //! row count is not a multiple of sixteen, read the file's rows as they are ([`reference`],
 //! [`avx2`]'s row kernels). On Intel CPUs with AMX, products of many activation rows run on its
-//! tile unit instead ([`amx`]), reading the same packing. Activations are quantized to 8 bits per 256 values (ggml's Q8_K,
-//! with candle's rounding), so each super-block's product is an exact integer sum, and every
-//! kernel turns those sums into the same floats in the same order ([`reference`]): an output's
-//! bits do not depend on the kernel, nor on the other rows of its batch.
+//! tile unit instead ([`amx`]), reading the same packing. Activations are quantized to 8 bits
+//! per 256 values (ggml's Q8_K, with candle's rounding), so each super-block's product is an
+//! exact integer sum, and every kernel turns those sums into the same floats in the same order
+//! ([`reference`]): an output's bits do not depend on the kernel, nor on the other rows of its
+//! batch.
 
 #[cfg(target_arch = "x86_64")]
 mod amx;
@@ -151,7 +152,8 @@ pub enum Kernel {
     Reference,
     Avx2,
     Avx512,
-    /// AVX-512, with Q4_K products of many activation rows on Intel's AMX tiles ([`amx`]).
+    /// AVX-512, with Q4_K and Q6_K products of many activation rows on Intel's AMX tiles
+    /// ([`amx`]).
     Amx,
 }
 
@@ -473,7 +475,7 @@ fn matmul_packed(kernel: Kernel, parts: &[Part], k: usize, xs: &[f32], m: usize)
     let fill = |columns: &[Columns]| {
         parallel::for_chunks(groups, |items| {
             let mut bytes = crate::huge_pages::AlignedBytes::default();
-            let mut amx_out = (tiles.is_some()).then(|| (amx::Scratch::new(m), vec![[0f32; 16]; m]));
+            let mut amx_out = tiles.is_some().then(|| (amx::Scratch::new(m), vec![[0f32; 16]; m]));
             for item in items {
                 let pi = starts.partition_point(|&s| s <= item) - 1;
                 let (part, gi) = (&parts[pi], item - starts[pi]);
