@@ -129,21 +129,26 @@ const CONFIG: TileConfig = TileConfig {
     reserved2: [0; 16],
 };
 
-/// Our tile shapes on this thread while a kernel runs, and the thread's own before and after.
+/// Our tile shapes on this thread while kernels run, and the thread's own before and after.
+/// The kernels take one as proof that the tiles are configured: a thread configures them once
+/// for all the groups of weights it takes in a product, since loading a configuration is slow
+/// next to the few super-blocks of a group (six in a 1,536-wide matrix).
 ///
 /// candle's AMX kernels (its Q4_K products of 32 rows and more, on the same threads) configure a
 /// thread's tiles once and expect that configuration to stay: a thread left unconfigured made
 /// candle's next tile instruction fault (SIGILL), and one left with our shapes would give it
-/// wrong products. So the configuration found is saved, and loaded again when the kernel ends
+/// wrong products. So the configuration found is saved, and loaded again when the guard drops
 /// (or the tiles released if there was none), even if it panics.
-struct TileShapes {
+pub struct TileShapes {
     saved: TileConfig,
+    /// Tile configuration belongs to a thread.
+    _thread: std::marker::PhantomData<*const ()>,
 }
 
 impl TileShapes {
     /// # Safety
     /// The CPU must pass [`supported`].
-    unsafe fn configure() -> Self {
+    pub unsafe fn configure() -> Self {
         let mut saved = TileConfig { palette: 0, ..CONFIG };
         // SAFETY: the caller's CPU has AMX and this process its tiles; `sttilecfg` writes 64
         // bytes (zeros where the tiles are unconfigured) into `saved`, `ldtilecfg` reads ours.
@@ -151,7 +156,7 @@ impl TileShapes {
             asm!("sttilecfg [{}]", in(reg) &mut saved, options(nostack));
             asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly));
         }
-        Self { saved }
+        Self { saved, _thread: std::marker::PhantomData }
     }
 }
 
@@ -339,7 +344,14 @@ impl Scratch {
 /// The CPU must pass [`supported`]; `tiles` holds `acts`' rows (prepared for Q4_K) with as many
 /// blocks as `w`, and `out` and `scratch` have a row for each.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-pub unsafe fn q4k(w: &[u8], tiles: &Activations, acts: &[ActRow], scratch: &mut Scratch, out: &mut [[f32; 16]]) {
+pub unsafe fn q4k(
+    w: &[u8],
+    tiles: &Activations,
+    acts: &[ActRow],
+    _shapes: &TileShapes,
+    scratch: &mut Scratch,
+    out: &mut [[f32; 16]],
+) {
     // SAFETY: the caller upholds this function's contract (# Safety above): the CPU runs AVX-512
     // and the tiles, every load stays inside `w`, `tiles` and `acts`, every store inside
     // `scratch` and `out`.
@@ -347,7 +359,6 @@ pub unsafe fn q4k(w: &[u8], tiles: &Activations, acts: &[ActRow], scratch: &mut 
         let (m, blocks) = (acts.len(), w.len() / Q4K_PACKED);
         debug_assert!(out.len() >= m && scratch.acc.len() >= m);
         debug_assert!(tiles.row_blocks == m.div_ceil(TILE_ROWS) && blocks == tiles.blocks);
-        let _shapes = TileShapes::configure();
         let meta = 2048;
         let acc = &mut scratch.acc[..m];
         acc.fill([[0.0; 16]; 2]);
@@ -439,13 +450,19 @@ pub unsafe fn q4k(w: &[u8], tiles: &Activations, acts: &[ActRow], scratch: &mut 
 /// # Safety
 /// As [`q4k`], with the rows prepared for Q6_K.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-pub unsafe fn q6k(w: &[u8], tiles: &Activations, acts: &[ActRow], scratch: &mut Scratch, out: &mut [[f32; 16]]) {
+pub unsafe fn q6k(
+    w: &[u8],
+    tiles: &Activations,
+    acts: &[ActRow],
+    _shapes: &TileShapes,
+    scratch: &mut Scratch,
+    out: &mut [[f32; 16]],
+) {
     // SAFETY: as in `q4k`.
     unsafe {
         let (m, blocks) = (acts.len(), w.len() / Q6K_PACKED);
         debug_assert!(out.len() >= m && scratch.acc.len() >= m);
         debug_assert!(tiles.row_blocks == m.div_ceil(TILE_ROWS) && blocks == tiles.blocks);
-        let _shapes = TileShapes::configure();
         let acc = &mut scratch.acc[..m];
         acc.fill([[0.0; 16]; 2]);
         let sums = scratch.sums.0.as_mut_ptr();

@@ -475,21 +475,24 @@ fn matmul_packed(kernel: Kernel, parts: &[Part], k: usize, xs: &[f32], m: usize)
     let fill = |columns: &[Columns]| {
         parallel::for_chunks(groups, |items| {
             let mut bytes = crate::huge_pages::AlignedBytes::default();
-            let mut amx_out = tiles.is_some().then(|| (amx::Scratch::new(m), vec![[0f32; 16]; m]));
+            // SAFETY: `tiles` is built for the AMX kernel only, which this CPU runs (`kernel <=
+            // Kernel::fastest()`).
+            let mut amx_out =
+                tiles.is_some().then(|| (unsafe { amx::TileShapes::configure() }, amx::Scratch::new(m), vec![[0f32; 16]; m]));
             for item in items {
                 let pi = starts.partition_point(|&s| s <= item) - 1;
                 let (part, gi) = (&parts[pi], item - starts[pi]);
                 let gb = group_bytes(part.format);
                 // A group's weights stay in cache while every four activation rows pass over them.
                 let mut gw = &part.w[gi * gb..(gi + 1) * gb];
-                if let (Some(tiles), Some((scratch, res)), true) = (&tiles, &mut amx_out, on_tiles(part.format)) {
+                if let (Some(tiles), Some((shapes, scratch, res)), true) = (&tiles, &mut amx_out, on_tiles(part.format)) {
                     // SAFETY: this CPU runs the tiles (`tiles` is built for the AMX kernel only,
                     // which `kernel <= Kernel::fastest()` allows); `tiles`, `scratch` and `res`
                     // hold every row.
                     unsafe {
                         match part.format {
-                            Format::Q4K => amx::q4k(gw, tiles, &acts, scratch, res),
-                            Format::Q6K => amx::q6k(gw, tiles, &acts, scratch, res),
+                            Format::Q4K => amx::q4k(gw, tiles, &acts, shapes, scratch, res),
+                            Format::Q6K => amx::q6k(gw, tiles, &acts, shapes, scratch, res),
                         }
                     };
                     for (r, vals) in res.iter().enumerate() {
