@@ -175,13 +175,26 @@ enum Distribution {
 
 /// Index of the largest value; the lowest index wins a tie, so greedy decoding is deterministic.
 pub fn argmax(xs: &[f32]) -> u32 {
-    let mut best = 0;
-    for (i, &x) in xs.iter().enumerate() {
-        if x > xs[best] {
-            best = i;
+    // The first index of the largest value; a NaN never wins, except at index 0, where
+    // nothing compares greater than it. In two passes the compiler can vectorise: the maximum
+    // over sixteen lanes (the loop with one running index reads a value per step through a
+    // chain of loads and compares: 1.7 % of a 16-sequence greedy step over a 152k vocabulary;
+    // this pass takes a third of its time), then the first place that holds it.
+    const LANES: usize = 16;
+    if xs.first().is_none_or(|x| x.is_nan()) {
+        return 0;
+    }
+    let mut lanes = [f32::NEG_INFINITY; LANES];
+    let mut chunks = xs.chunks_exact(LANES);
+    for chunk in &mut chunks {
+        for (m, &x) in lanes.iter_mut().zip(chunk) {
+            // `max` skips a NaN, as `>` does (the lanes start as numbers and stay numbers).
+            *m = m.max(x);
         }
     }
-    best as u32
+    let max = chunks.remainder().iter().chain(&lanes).fold(f32::NEG_INFINITY, |m, &x| if x > m { x } else { m });
+    // `xs[0]` is a number, so the maximum is at least it and some value equals it.
+    xs.iter().position(|&x| x == max).unwrap_or(0) as u32
 }
 
 #[cfg(test)]
@@ -190,6 +203,33 @@ mod tests {
 
     fn logits() -> Vec<f32> {
         vec![1.0, 3.0, 2.5, -1.0, 0.0, 2.9]
+    }
+
+    #[test]
+    fn argmax_is_the_first_largest_whatever_the_nans_and_ties() {
+        // The plain loop it replaces.
+        let plain = |xs: &[f32]| {
+            let mut best = 0;
+            for (i, &x) in xs.iter().enumerate() {
+                if x > xs[best] {
+                    best = i;
+                }
+            }
+            best as u32
+        };
+        let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 1.0, -1.0, 3.0];
+        let mut state = 12345u64;
+        let mut next = || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        };
+        for len in [1, 2, 15, 16, 17, 33, 100, 1000] {
+            for _ in 0..200 {
+                let xs: Vec<f32> = (0..len).map(|_| specials[next() % specials.len()]).collect();
+                assert_eq!(argmax(&xs), plain(&xs), "{xs:?}");
+            }
+        }
+        assert_eq!(argmax(&[]), 0);
     }
 
     #[test]
