@@ -374,19 +374,14 @@ pub unsafe fn q4k(
             let dmin = _mm512_cvtph_ps(_mm256_loadu_si256(p.add(meta + 288) as *const _));
             // Pair `pair`'s sums into floats, from its half of `sums`.
             let floats = |pair: usize, acc: &mut [[[f32; 16]; 2]]| {
-                let two = 2 * pair + 1 < tiles.row_blocks;
                 let s = sums.add(4096 * (pair % 2));
                 for r in 2 * TILE_ROWS * pair..m.min(2 * TILE_ROWS * (pair + 1)) {
                     let load = |at: usize| _mm512_load_si512(s.add(at) as *const _);
                     let row = 64 * (r % TILE_ROWS);
-                    let isum = if two {
-                        let t = 2048 * ((r / TILE_ROWS) % 2) + row;
-                        _mm512_add_epi32(load(t), _mm512_slli_epi32(load(t + 1024), 4))
-                    } else {
-                        let low = _mm512_add_epi32(load(row), load(row + 2048));
-                        let high = _mm512_add_epi32(load(row + 1024), load(row + 3072));
-                        _mm512_add_epi32(low, _mm512_slli_epi32(high, 4))
-                    };
+                    // Tiles 0 and 1 (2 and 3): the first (second) row block's sums of `q × l`
+                    // and `q × h`.
+                    let t = 2048 * ((r / TILE_ROWS) % 2) + row;
+                    let isum = _mm512_add_epi32(load(t), _mm512_slli_epi32(load(t + 1024), 4));
                     let mut msum = _mm512_setzero_si512();
                     for (q, mins) in mins.iter().enumerate() {
                         let sums = _mm512_set1_epi32(*acts[r].pairs.get_unchecked(4 * i + q));
@@ -407,24 +402,21 @@ pub unsafe fn q4k(
                     tile_load!(6, wl.add(2048 * c), 64usize);
                     tile_load!(7, wl.add(2048 * c + 1024), 64usize);
                     tile_load!(4, tiles.chunk(rb, i, c), QK_K);
+                    tile_dot!(0, 4, 6);
+                    tile_dot!(1, 4, 7);
                     if two {
-                        tile_dot!(0, 4, 6);
-                        tile_dot!(1, 4, 7);
                         tile_load!(5, tiles.chunk(rb + 1, i, c), QK_K);
                         tile_dot!(2, 5, 6);
                         tile_dot!(3, 5, 7);
-                    } else if c % 2 == 0 {
-                        // One row block: even and odd chunks in different tiles, so that two
-                        // chains of products wait on each other's latency, not four.
-                        tile_dot!(0, 4, 6);
-                        tile_dot!(1, 4, 7);
-                    } else {
-                        tile_dot!(2, 4, 6);
-                        tile_dot!(3, 4, 7);
                     }
                 }
                 let s = sums.add(4096 * (pair % 2));
-                store_sums(s);
+                tile_store!(0, s);
+                tile_store!(1, s.add(1024));
+                if two {
+                    tile_store!(2, s.add(2048));
+                    tile_store!(3, s.add(3072));
+                }
                 if pair > 0 {
                     floats(pair - 1, acc);
                 }
