@@ -218,14 +218,10 @@ mod tests {
             best as u32
         };
         let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 1.0, -1.0, 3.0];
-        let mut state = 12345u64;
-        let mut next = || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (state >> 33) as usize
-        };
+        let mut rng = StdRng::seed_from_u64(12345);
         for len in [1, 2, 15, 16, 17, 33, 100, 1000] {
             for _ in 0..200 {
-                let xs: Vec<f32> = (0..len).map(|_| specials[next() % specials.len()]).collect();
+                let xs: Vec<f32> = (0..len).map(|_| specials[rng.random_range(0..specials.len())]).collect();
                 assert_eq!(argmax(&xs), plain(&xs), "{xs:?}");
             }
         }
